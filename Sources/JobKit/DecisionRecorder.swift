@@ -1,0 +1,107 @@
+import Foundation
+import Postgres
+
+/// Writes decisions in batches. Each batch is one transaction and one statement: the inbox rows
+/// (skipping any dedupe key already stored), one pending delivery per active device token of each
+/// new row, and a `decisions` row for every candidate. A crash loses at most the batch in progress,
+/// which the next run decides again.
+struct DecisionRecorder<S: Scenario> {
+    let connection: Connection
+    let scenario: S
+    let runID: Int
+    let asOf: Date
+    let batchSize: Int
+
+    private var users: [UUID] = []
+    private var outcomes: [String] = []
+    private var reasons: [String] = []
+    private var details: [String?] = []
+    private var titles: [String?] = []
+    private var bodies: [String?] = []
+    private var data: [JSONText?] = []
+    private var keys: [String?] = []
+    private var expiries: [Date?] = []
+
+    init(connection: Connection, scenario: S, runID: Int, asOf: Date, batchSize: Int = 500) {
+        self.connection = connection
+        self.scenario = scenario
+        self.runID = runID
+        self.asOf = asOf
+        self.batchSize = batchSize
+    }
+
+    mutating func add(_ recipient: Recipient, _ decision: Decision, into summary: inout RunSummary) throws {
+        users.append(recipient.userID)
+        switch decision {
+        case .notify(let draft):
+            outcomes.append("notified")
+            reasons.append(recipient.activeDevices == 0 ? "inbox_only_no_device" : "notified")
+            details.append(draft.why)
+            titles.append(draft.title)
+            bodies.append(draft.body)
+            data.append(JSONText(draft.dataJSON))
+            keys.append(draft.dedupeKey)
+            expiries.append(draft.expiresAt)
+        case .suppress(let reason, let detail):
+            outcomes.append("suppressed")
+            reasons.append(reason.rawValue)
+            details.append(detail)
+            titles.append(nil)
+            bodies.append(nil)
+            data.append(nil)
+            keys.append(nil)
+            expiries.append(nil)
+        }
+        if users.count >= batchSize { try flush(into: &summary) }
+    }
+
+    mutating func flush(into summary: inout RunSummary) throws {
+        guard !users.isEmpty else { return }
+        let planned = outcomes.filter { $0 == "notified" }.count
+        let category = scenario.category.rawValue
+        let query: Query = """
+            WITH input AS (
+                SELECT * FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(outcomes))::text[],
+                                     \(PostgresArray(reasons))::text[], \(PostgresArray(details))::text[],
+                                     \(PostgresArray(titles))::text[], \(PostgresArray(bodies))::text[],
+                                     \(PostgresArray(data))::jsonb[], \(PostgresArray(keys))::text[],
+                                     \(PostgresArray(expiries))::timestamptz[])
+                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at)
+            ), inserted AS (
+                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id)
+                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID)
+                  FROM input WHERE outcome = 'notified'
+                ON CONFLICT (dedupe_key) DO NOTHING
+                RETURNING id, user_id, dedupe_key
+            ), queued AS (
+                INSERT INTO deliveries (notification_id, device_token_id)
+                SELECT i.id, d.id FROM inserted i JOIN device_tokens d ON d.user_id = i.user_id AND d.retired_at IS NULL
+                RETURNING 1
+            ), decided AS (
+                INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at)
+                SELECT \(runID), \(scenario.key), t.user_id,
+                       CASE WHEN t.outcome = 'notified' AND i.id IS NULL THEN 'suppressed' ELSE t.outcome END,
+                       CASE WHEN t.outcome = 'notified' AND i.id IS NULL THEN 'already_notified' ELSE t.reason END,
+                       t.detail, i.id, t.dedupe_key, \(asOf)
+                  FROM input t LEFT JOIN inserted i ON i.dedupe_key = t.dedupe_key
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM queued), (SELECT count(*) FROM decided)
+            """
+        let counts = try connection.transaction { try connection.query(query) }
+        guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
+        let inserted: Int = try row.decode(0)
+        summary.inboxRows += inserted
+        summary.deliveries += try row.decode(1)
+        summary.duplicates += planned - inserted
+        users.removeAll(keepingCapacity: true)
+        outcomes.removeAll(keepingCapacity: true)
+        reasons.removeAll(keepingCapacity: true)
+        details.removeAll(keepingCapacity: true)
+        titles.removeAll(keepingCapacity: true)
+        bodies.removeAll(keepingCapacity: true)
+        data.removeAll(keepingCapacity: true)
+        keys.removeAll(keepingCapacity: true)
+        expiries.removeAll(keepingCapacity: true)
+    }
+}

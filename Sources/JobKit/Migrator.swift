@@ -1,0 +1,129 @@
+import Foundation
+import Postgres
+
+/// Applies the numbered SQL files in `sql/migrations` (`0001_name.sql`, …) in order, each in its own
+/// transaction together with its row in `schema_migrations`. Running it again applies nothing; a file
+/// changed after it was applied is refused. An advisory lock keeps two `migrate` runs from racing.
+public struct Migrator {
+    /// One migration file.
+    public struct Migration: Sendable {
+        public var version: Int
+        public var name: String
+        public var sql: String
+        public var checksum: String
+    }
+
+    public let migrations: [Migration]
+
+    /// Reads the migrations in `directory`. Fails with exit 78 on a missing folder or a badly named file.
+    public init(directory: URL) throws {
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            throw JobFailure(.config, "migrations folder \(directory.path): cannot be read (\(error.localizedDescription))")
+        }
+        var found: [Migration] = []
+        for file in files.sorted() where file.hasSuffix(".sql") {
+            let digits = file.prefix { $0.isNumber }
+            guard !digits.isEmpty, let version = Int(digits), file.dropFirst(digits.count).first == "_" else {
+                throw JobFailure(.config, "migration \(file): name must be NNNN_description.sql")
+            }
+            guard let sql = try? String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8) else {
+                throw JobFailure(.config, "migration \(file): cannot be read as UTF-8")
+            }
+            if let clash = found.first(where: { $0.version == version }) {
+                throw JobFailure(.config, "migrations \(clash.name) and \(file) share version \(version)")
+            }
+            found.append(Migration(version: version, name: file, sql: sql, checksum: Migrator.checksum(sql)))
+        }
+        guard !found.isEmpty else { throw JobFailure(.config, "migrations folder \(directory.path): no NNNN_*.sql files") }
+        migrations = found
+    }
+
+    /// Finds `sql/migrations`: `$MIGRATIONS_DIR`, else upward from the working folder and from the
+    /// executable (which finds the checkout from `.build/…/debug/migrate`), else `../share/mentor-push/migrations`
+    /// beside an installed binary.
+    public static func defaultDirectory(executable: String = CommandLine.arguments[0]) -> URL? {
+        if let env = ProcessInfo.processInfo.environment["MIGRATIONS_DIR"], !env.isEmpty {
+            return URL(fileURLWithPath: env)
+        }
+        let fm = FileManager.default
+        var starts = [URL(fileURLWithPath: fm.currentDirectoryPath)]
+        let exe = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
+        starts.append(exe)
+        for start in starts {
+            var dir = start
+            for _ in 0..<6 {
+                let candidate = dir.appendingPathComponent("sql/migrations")
+                if fm.fileExists(atPath: candidate.path) { return candidate }
+                dir = dir.deletingLastPathComponent()
+            }
+        }
+        let shared = exe.deletingLastPathComponent().appendingPathComponent("share/mentor-push/migrations")
+        return fm.fileExists(atPath: shared.path) ? shared : nil
+    }
+
+    /// What `apply` did.
+    public struct Report: Sendable {
+        public var applied: [String] = []
+        public var alreadyApplied: Int = 0
+    }
+
+    /// Brings the database up to date. With `dryRun`, only reports what it would apply.
+    public func apply(to connection: Connection, dryRun: Bool = false, progress: (String) -> Void = { _ in }) throws -> Report {
+        try connection.execute("SELECT pg_advisory_lock(hashtext('mentor-push:migrate'))")
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext('mentor-push:migrate'))") }
+        if !dryRun {
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version     integer PRIMARY KEY,
+                    name        text NOT NULL,
+                    checksum    text NOT NULL,
+                    applied_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+        }
+        var applied: [Int: (name: String, checksum: String)] = [:]
+        let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first.map { try $0.decode(0, as: Bool.self) } ?? false
+        if exists {
+            for row in try connection.query("SELECT version, name, checksum FROM schema_migrations") {
+                applied[try row.decode(0)] = (try row.decode(1), try row.decode(2))
+            }
+        }
+        var report = Report()
+        for migration in migrations {
+            if let done = applied[migration.version] {
+                guard done.checksum == migration.checksum else {
+                    throw JobFailure(.config, "migration \(migration.name) was changed after it was applied (as \(done.name)): add a new migration instead of editing an applied one")
+                }
+                report.alreadyApplied += 1
+                continue
+            }
+            progress(migration.name)
+            if !dryRun {
+                do {
+                    try connection.transaction {
+                        try connection.runScript(migration.sql)
+                        try connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(migration.version), \(migration.name), \(migration.checksum))")
+                    }
+                } catch let error as PostgresError {
+                    throw JobFailure(.config, "migration \(migration.name) failed and was rolled back: \(error)")
+                }
+            }
+            report.applied.append(migration.name)
+        }
+        return report
+    }
+
+    /// FNV-1a, 64 bit: enough to notice an edited file; not a security boundary.
+    static func checksum(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "fnv1a64:" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Postgres
+
+/// One organization's rule for a scenario: on or off, and its validated settings (the scenario's
+/// defaults from `scenario_defaults`, overridden key by key by `organization_scenario_rules`).
+public struct OrganizationRule<Settings: Sendable>: Sendable {
+    public var organizationID: UUID
+    public var organizationName: String
+    public var enabled: Bool
+    public var settings: Settings
+}
+
+/// Reads one organization's merged settings object, with messages that name the organization and key.
+public struct SettingsReader {
+    public let scenario: String
+    public let organizationName: String
+    public let organizationID: UUID
+    let values: [String: JSONTree]
+
+    func fail(_ key: String, _ expectation: String, found: JSONTree?) -> JobFailure {
+        JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.uuidString.lowercased())): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); fix its row in organization_scenario_rules")
+    }
+
+    /// An integer setting within `range`.
+    public func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int {
+        guard case .integer(let value)? = values[key], range.contains(value) else {
+            throw fail(key, "an integer from \(range.lowerBound) to \(range.upperBound)", found: values[key])
+        }
+        return value
+    }
+
+    /// A non-empty list of distinct integers, each within `range`, sorted.
+    public func integers(_ key: String, in range: ClosedRange<Int>) throws -> [Int] {
+        let expectation = "a non-empty list of integers from \(range.lowerBound) to \(range.upperBound)"
+        guard case .array(let items)? = values[key], !items.isEmpty else { throw fail(key, expectation, found: values[key]) }
+        var result: [Int] = []
+        for item in items {
+            guard case .integer(let value) = item, range.contains(value) else { throw fail(key, expectation, found: values[key]) }
+            result.append(value)
+        }
+        return Array(Set(result)).sorted()
+    }
+}
+
+/// A parsed JSON value that keeps booleans, integers and other numbers apart.
+public indirect enum JSONTree: Decodable, Sendable, CustomStringConvertible {
+    case null, bool(Bool), integer(Int), number(Double), string(String), array([JSONTree]), object([String: JSONTree])
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int.self) { self = .integer(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSONTree].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSONTree].self)) }
+    }
+
+    public init(json: String) throws {
+        self = try JSONDecoder().decode(JSONTree.self, from: Data(json.utf8))
+    }
+
+    public var description: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let value): return String(value)
+        case .integer(let value): return String(value)
+        case .number(let value): return String(value)
+        case .string(let value): return JSONWriter.string(value)
+        case .array(let items): return "[" + items.map(\.description).joined(separator: ",") + "]"
+        case .object(let members): return "{" + members.keys.sorted().map { JSONWriter.string($0) + ":" + members[$0]!.description }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+enum RuleLoader {
+    /// Loads and validates every organization's rule for `scenario`. Organizations whose settings are
+    /// invalid come back in `invalid` (the run goes on for the others and exits 78 at the end).
+    static func load<S: Scenario>(_ scenario: S, only organizations: [UUID], from connection: Connection)
+        throws -> (rules: [OrganizationRule<S.Settings>], invalid: [JobFailure])
+    {
+        let known = try connection.query("SELECT 1 FROM scenario_defaults WHERE scenario = \(scenario.key)")
+        guard known.count == 1 else {
+            throw JobFailure(.config, "scenario_defaults has no row for \"\(scenario.key)\": run \(Schema.migrateCommand)")
+        }
+        let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
+        let rows = try connection.query("""
+            SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text
+              FROM organizations o
+              JOIN scenario_defaults d ON d.scenario = \(scenario.key)
+              LEFT JOIN organization_scenario_rules r ON r.organization_id = o.id AND r.scenario = d.scenario
+             WHERE \(filter)::uuid[] IS NULL OR o.id = ANY(\(filter)::uuid[])
+             ORDER BY o.name, o.id
+            """)
+        var rules: [OrganizationRule<S.Settings>] = []
+        var invalid: [JobFailure] = []
+        var seen = Set<UUID>()
+        for row in rows {
+            let id: UUID = try row.decode(0)
+            let name: String = try row.decode(1)
+            seen.insert(id)
+            let json: JSONValue = try row.decode(3)
+            guard case .object(let values) = try JSONTree(json: json.text) else {
+                throw JobFailure(.config, "organization \"\(name)\": \(scenario.key) settings are not a JSON object")
+            }
+            do {
+                let settings = try scenario.settings(SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values))
+                rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings))
+            } catch let failure as JobFailure {
+                invalid.append(failure)
+            }
+        }
+        if let missing = organizations.first(where: { !seen.contains($0) }) {
+            throw JobFailure(.usage, "--org \(missing.uuidString.lowercased()): no such organization")
+        }
+        return (rules, invalid)
+    }
+}

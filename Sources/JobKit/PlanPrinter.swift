@@ -1,0 +1,77 @@
+import Foundation
+import Postgres
+
+/// Prints a dry run's plan as decisions stream in: one readable block or one JSON object per candidate.
+struct PlanPrinter {
+    let format: OutputFormat
+
+    func header(job: String, asOf: Date) {
+        guard format == .text else { return }
+        Output.line("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
+        Output.line("")
+    }
+
+    func print(_ recipient: Recipient, organization: String, decision: Decision) {
+        switch format {
+        case .text: printText(recipient, organization: organization, decision: decision)
+        case .json: Output.line(json(recipient, organization: organization, decision: decision))
+        }
+    }
+
+    func footer(_ summary: RunSummary) {
+        guard format == .text else { return }
+        Output.line("")
+        Output.line(summary.sentence)
+    }
+
+    private func printText(_ recipient: Recipient, organization: String, decision: Decision) {
+        let who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.uuidString.lowercased()), \(PlanPrinter.printable(organization)))"
+        switch decision {
+        case .notify(let draft):
+            let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
+            Output.line("NOTIFY  \(who): \(draft.why); \(devices)")
+            Output.line("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
+            Output.line("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
+        case .suppress(let reason, let detail):
+            Output.line("SKIP    \(who): \(reason.rawValue): \(PlanPrinter.printable(detail))")
+        }
+    }
+
+    private func json(_ recipient: Recipient, organization: String, decision: Decision) -> String {
+        var writer = JSONWriter()
+        writer.add("user_id", recipient.userID.uuidString.lowercased())
+        writer.add("name", recipient.displayName)
+        writer.add("organization_id", recipient.organizationID.uuidString.lowercased())
+        writer.add("organization", organization)
+        writer.add("language", recipient.language.rawValue)
+        switch decision {
+        case .notify(let draft):
+            writer.add("decision", "notify")
+            writer.add("why", draft.why)
+            writer.add("title", draft.title)
+            writer.add("body", draft.body)
+            writer.add("data", json: draft.dataJSON)
+            writer.add("dedupe_key", draft.dedupeKey)
+            writer.add("devices", recipient.activeDevices)
+        case .suppress(let reason, let detail):
+            writer.add("decision", "suppress")
+            writer.add("reason", reason.rawValue)
+            writer.add("detail", detail)
+        }
+        return writer.json
+    }
+
+    /// Text safe for a terminal: control characters (newlines, escape sequences) shown as `\u{…}`.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                out += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

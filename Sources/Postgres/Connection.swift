@@ -1,0 +1,215 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection (`PGconn`), closed when the object goes away.
+///
+/// Thread rules: libpq connections are not thread-safe. Use a `Connection` from one thread (or task)
+/// at a time; open one per concurrent worker. It is deliberately not `Sendable`.
+public final class Connection {
+    private let handle: OpaquePointer
+
+    /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
+    /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). The session then runs in
+    /// UTC with ISO dates, under `statementTimeout`, and shows `applicationName` in `pg_stat_activity`.
+    public init(url: String?, applicationName: String, statementTimeout: Duration = .seconds(300)) throws {
+        // Keywords are applied in order and a later one wins: connect_timeout may be overridden by the
+        // URL, application_name and client_encoding may not.
+        var keywords: [String] = []
+        var values: [String] = []
+        if ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] == nil {
+            keywords.append("connect_timeout"); values.append("10")
+        }
+        if let url, !url.isEmpty { keywords.append("dbname"); values.append(url) }
+        keywords.append("application_name"); values.append(applicationName)
+        keywords.append("client_encoding"); values.append("UTF8")
+
+        let connection: OpaquePointer? = withCStringArray(keywords) { k in
+            withCStringArray(values) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let connection else { throw PostgresError.connectionFailed(message: "out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Connection.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError.connectionFailed(message: message)
+        }
+        handle = connection
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+        try execute("SET TimeZone = 'UTC'")
+        try execute("SET DateStyle = 'ISO, YMD'")
+        try execute("SET IntervalStyle = 'iso_8601'")
+        try execute("SELECT set_config('statement_timeout', \(String(milliseconds)), false)")
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The server's version number, e.g. 150018.
+    public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    /// Runs a statement and returns all of its rows.
+    @discardableResult
+    public func query(_ query: Query) throws -> QueryResult {
+        let result = try withParameters(query.parameters) { count, values in
+            PQexecParams(handle, query.sql, count, nil, values, nil, nil, 0)
+        }
+        return QueryResult(try check(result))
+    }
+
+    /// Runs a statement for its effect; returns the number of rows it touched.
+    @discardableResult
+    public func execute(_ query: Query) throws -> Int {
+        let result = try self.query(query)
+        return result.affectedRows
+    }
+
+    /// Runs a query and hands each row to `body` as it arrives (libpq's single-row mode), so memory
+    /// stays flat however many rows the query returns. If `body` throws, the query is cancelled.
+    public func stream(_ query: Query, _ body: (Row) throws -> Void) throws {
+        let sent = try withParameters(query.parameters) { count, values in
+            PQsendQueryParams(handle, query.sql, count, nil, values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
+        guard PQsetSingleRowMode(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
+        var failure: Error? = nil
+        while let result = PQgetResult(handle) {
+            defer { PQclear(result) }
+            if failure != nil { continue } // drain what is left after a cancel or an error
+            switch PQresultStatus(result) {
+            case PGRES_SINGLE_TUPLE:
+                do { try body(Row(result: result, row: 0)) } catch {
+                    failure = error
+                    cancel()
+                }
+            case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+                break
+            default:
+                failure = resultError(result)
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Runs a trusted multi-statement SQL script as it is (a migration file). Takes no parameters:
+    /// never pass it text that came from a user or a database row.
+    public func runScript(_ sql: String) throws {
+        if sql.utf8.contains(0) { throw PostgresError.encoding(reason: "the script holds a NUL byte") }
+        PQclear(try check(PQexec(handle, sql)))
+    }
+
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
+    public func transaction<T>(_ mode: TransactionMode = .readWrite, _ body: () throws -> T) throws -> T {
+        try execute(mode.begin)
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if PQstatus(handle) == CONNECTION_OK { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Asks the server to stop the statement in progress.
+    public func cancel() {
+        guard let cancel = PQgetCancel(handle) else { return }
+        var buffer = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(cancel, &buffer, 256)
+        PQfreeCancel(cancel)
+    }
+
+    // MARK: - libpq plumbing
+
+    private var errorMessage: String { Connection.trimmed(PQerrorMessage(handle)) }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown error" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func check(_ result: OpaquePointer?) throws -> OpaquePointer {
+        guard let result else { throw PostgresError.connectionLost(message: errorMessage) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return result
+        default:
+            let error = resultError(result)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    private func resultError(_ result: OpaquePointer) -> PostgresError {
+        if PQresultErrorField(result, Int32(CPQ_DIAG_SQLSTATE)) != nil {
+            return .server(ServerError(result: result))
+        }
+        return .connectionLost(message: errorMessage)
+    }
+
+    private func withParameters<R>(_ parameters: [String?], _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) throws -> R) throws -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = []
+        pointers.reserveCapacity(parameters.count)
+        defer { pointers.forEach { free($0) } }
+        for (index, parameter) in parameters.enumerated() {
+            guard let parameter else { pointers.append(nil); continue }
+            if parameter.utf8.contains(0) {
+                throw PostgresError.encoding(reason: "parameter $\(index + 1) holds a NUL byte, which PostgreSQL text cannot store")
+            }
+            pointers.append(strdup(parameter))
+        }
+        return try pointers.withUnsafeBufferPointer { buffer in
+            try buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(buffer.count, 1)) {
+                try body(Int32(parameters.count), parameters.isEmpty ? nil : $0)
+            }
+        }
+    }
+}
+
+/// How a transaction begins.
+public enum TransactionMode: Sendable {
+    case readWrite
+    /// Read only, in one snapshot: what `--dry-run` uses, so it cannot write even by mistake.
+    case readOnly
+
+    var begin: Query {
+        switch self {
+        case .readWrite: return "BEGIN"
+        case .readOnly: return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        }
+    }
+}
+
+/// All rows of a finished statement. Owns libpq's result and frees it.
+public final class QueryResult: Sequence {
+    let result: OpaquePointer
+
+    init(_ result: OpaquePointer) { self.result = result }
+    deinit { PQclear(result) }
+
+    public var count: Int { Int(PQntuples(result)) }
+
+    /// Rows touched by an INSERT, UPDATE or DELETE.
+    public var affectedRows: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+
+    public subscript(_ index: Int) -> Row { Row(result: result, row: Int32(index), owner: self) }
+
+    /// The first row, if any.
+    public var first: Row? { count > 0 ? self[0] : nil }
+
+    public func makeIterator() -> AnyIterator<Row> {
+        var index = 0
+        return AnyIterator {
+            guard index < self.count else { return nil }
+            defer { index += 1 }
+            return self[index]
+        }
+    }
+}
+
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { buffer in
+        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+    }
+}

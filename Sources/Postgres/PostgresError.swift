@@ -1,0 +1,79 @@
+import CLibPQ
+
+/// What went wrong talking to PostgreSQL. Messages name the SQLSTATE and the server's primary message,
+/// never a bound parameter value (the server's DETAIL line, which can quote values, is left out).
+public enum PostgresError: Error, CustomStringConvertible, Sendable {
+    /// The server could not be reached or refused the connection (libpq's own message).
+    case connectionFailed(message: String)
+    /// The server answered a statement with an error.
+    case server(ServerError)
+    /// A column did not hold what the caller asked for.
+    case decoding(column: String, expected: String, reason: String)
+    /// A value could not be sent (for example a string holding a NUL byte).
+    case encoding(reason: String)
+    /// The connection broke or libpq reported something unexpected.
+    case connectionLost(message: String)
+
+    public var description: String {
+        switch self {
+        case .connectionFailed(let message):
+            return "cannot connect to PostgreSQL: \(message)"
+        case .server(let error):
+            return error.description
+        case .decoding(let column, let expected, let reason):
+            return "column \(column): expected \(expected): \(reason)"
+        case .encoding(let reason):
+            return "cannot send a parameter: \(reason)"
+        case .connectionLost(let message):
+            return "PostgreSQL connection failed: \(message)"
+        }
+    }
+
+    /// The SQLSTATE of a server error, if this is one.
+    public var sqlState: String? {
+        if case .server(let error) = self { return error.sqlState }
+        return nil
+    }
+}
+
+/// An error the server reported, with the fields a person needs to act on it.
+public struct ServerError: Sendable, CustomStringConvertible {
+    public var sqlState: String
+    public var severity: String
+    public var message: String
+    public var hint: String?
+    public var table: String?
+    public var column: String?
+    public var constraint: String?
+
+    public var description: String {
+        var text = "PostgreSQL \(severity) \(sqlState): \(message)"
+        if let table { text += " (table \(table)" + (column.map { ", column \($0)" } ?? "") + ")" }
+        if let constraint { text += " [constraint \(constraint)]" }
+        if let hint { text += ". Hint: \(hint)" }
+        return text
+    }
+
+    init(result: OpaquePointer) {
+        func field(_ code: Int32) -> String? {
+            guard let value = PQresultErrorField(result, code) else { return nil }
+            return String(cString: value)
+        }
+        sqlState = field(Int32(CPQ_DIAG_SQLSTATE)) ?? "XX000"
+        severity = field(Int32(CPQ_DIAG_SEVERITY_NONLOCALIZED)) ?? "ERROR"
+        message = field(Int32(CPQ_DIAG_MESSAGE_PRIMARY)) ?? String(cString: PQresultErrorMessage(result))
+        hint = field(Int32(CPQ_DIAG_MESSAGE_HINT))
+        table = field(Int32(CPQ_DIAG_TABLE_NAME))
+        column = field(Int32(CPQ_DIAG_COLUMN_NAME))
+        constraint = field(Int32(CPQ_DIAG_CONSTRAINT_NAME))
+    }
+}
+
+/// SQLSTATE codes the jobs react to.
+public enum SQLState {
+    public static let undefinedTable = "42P01"
+    public static let uniqueViolation = "23505"
+    public static let readOnlyTransaction = "25006"
+    public static let queryCanceled = "57014"
+    public static let lockNotAvailable = "55P03"
+}

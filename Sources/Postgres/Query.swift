@@ -1,0 +1,145 @@
+import Foundation
+
+/// A SQL statement with its parameters. Built by string interpolation, every interpolated value
+/// becomes a `$n` placeholder and travels separately from the text, so the unsafe way is the awkward
+/// way: `"SELECT … WHERE id = \(id)"` is parameterized. SQL text can only be spliced in from
+/// compile-time constants (`\(sql: "…")`).
+public struct Query: ExpressibleByStringInterpolation, Sendable, CustomStringConvertible {
+    public private(set) var sql: String
+    public private(set) var parameters: [String?]
+
+    public init(stringLiteral value: StaticString) {
+        sql = value.description
+        parameters = []
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        sql = stringInterpolation.sql
+        parameters = stringInterpolation.parameters
+    }
+
+    /// The SQL text only; parameters are never part of a description.
+    public var description: String { sql }
+
+    public struct StringInterpolation: StringInterpolationProtocol {
+        var sql = ""
+        var parameters: [String?] = []
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+        }
+
+        public mutating func appendLiteral(_ literal: StaticString) {
+            sql += literal.description
+        }
+
+        /// A parameter: sent as `$n`, its value in PostgreSQL's text format.
+        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+            parameters.append(value.postgresText)
+            sql += "$\(parameters.count)"
+        }
+
+        /// An optional parameter: NULL when nil.
+        public mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
+            parameters.append(value?.postgresText)
+            sql += "$\(parameters.count)"
+        }
+
+        /// A fragment of SQL text that is fixed at compile time (a column name from a fixed list).
+        public mutating func appendInterpolation(sql fragment: StaticString) {
+            sql += fragment.description
+        }
+
+        /// Another query, its parameters renumbered after ours.
+        public mutating func appendInterpolation(_ query: Query) {
+            let offset = parameters.count
+            sql += offset == 0 ? query.sql : Query.renumber(query.sql, by: offset)
+            parameters += query.parameters
+        }
+    }
+
+    /// Shifts every `$n` placeholder in `sql` by `offset`, leaving string literals and quoted identifiers alone.
+    static func renumber(_ sql: String, by offset: Int) -> String {
+        var out = ""
+        var iterator = sql.unicodeScalars.makeIterator()
+        var quote: Unicode.Scalar? = nil
+        var pending: Unicode.Scalar? = iterator.next()
+        while let c = pending {
+            pending = iterator.next()
+            if let q = quote {
+                out.unicodeScalars.append(c)
+                if c == q { quote = nil }
+                continue
+            }
+            if c == "'" || c == "\"" {
+                quote = c
+                out.unicodeScalars.append(c)
+                continue
+            }
+            if c == "$", let next = pending, ("0"..."9").contains(next) {
+                var digits = ""
+                while let d = pending, ("0"..."9").contains(d) {
+                    digits.unicodeScalars.append(d)
+                    pending = iterator.next()
+                }
+                out += "$\(Int(digits)! + offset)"
+                continue
+            }
+            out.unicodeScalars.append(c)
+        }
+        return out
+    }
+}
+
+/// A Swift value that can be sent as a parameter, in PostgreSQL's text format.
+public protocol PostgresEncodable {
+    var postgresText: String? { get }
+}
+
+extension String: PostgresEncodable { public var postgresText: String? { self } }
+extension Substring: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Int: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Int32: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Int64: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Double: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Bool: PostgresEncodable { public var postgresText: String? { self ? "t" : "f" } }
+extension UUID: PostgresEncodable { public var postgresText: String? { uuidString.lowercased() } }
+extension Date: PostgresEncodable { public var postgresText: String? { Timestamp.format(self) } }
+
+/// A PostgreSQL array parameter (`$1::text[]`, `$1::uuid[]`, …), for set-based statements that take
+/// many rows at once through `unnest`.
+public struct PostgresArray<Element>: PostgresEncodable {
+    public var elements: [Element?]
+    let encode: (Element) -> String?
+
+    public init(_ elements: [Element?]) where Element: PostgresEncodable {
+        self.elements = elements
+        self.encode = { $0.postgresText }
+    }
+
+    public init(_ elements: [Element]) where Element: PostgresEncodable {
+        self.init(elements.map { Optional($0) })
+    }
+
+    public var postgresText: String? {
+        var text = "{"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { text += "," }
+            guard let element, let value = encode(element) else { text += "NULL"; continue }
+            text += "\""
+            for scalar in value.unicodeScalars {
+                if scalar == "\"" || scalar == "\\" { text += "\\" }
+                text.unicodeScalars.append(scalar)
+            }
+            text += "\""
+        }
+        return text + "}"
+    }
+}
+
+/// A jsonb parameter from already-serialized JSON text.
+public struct JSONText: PostgresEncodable, Sendable {
+    public var text: String
+    public init(_ text: String) { self.text = text }
+    public var postgresText: String? { text }
+}

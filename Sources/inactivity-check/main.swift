@@ -1,0 +1,19 @@
+import ArgumentParser
+import JobKit
+import Scenarios
+
+/// Reminds peer mentors who have not logged an activity for longer than their organization's threshold.
+@main
+struct InactivityCheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inactivity-check",
+        abstract: "Remind peer mentors who have not logged an activity for longer than their organization's threshold.",
+        discussion: "Exit codes: 0 done (also nothing to do, or another run in progress), 64 bad flags, 65 bad data, 69 database unreachable, 70 bug, 75 statement timeout, 78 configuration or schema problem.")
+
+    @OptionGroup var options: JobOptions
+
+    func run() throws {
+        let status = JobRunner.run(InactivityCheck(), options: options)
+        if status != .ok { throw ExitCode(status.rawValue) }
+    }
+}

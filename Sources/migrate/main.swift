@@ -1,0 +1,26 @@
+import ArgumentParser
+import Foundation
+import JobKit
+
+/// Applies the SQL migrations in sql/migrations that the database has not had yet.
+@main
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Bring the database schema up to date (sql/migrations). Running it again changes nothing.",
+        discussion: "Exit codes: 0 done, 64 bad flags, 69 database unreachable, 78 a migration failed or was edited after it was applied.")
+
+    @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
+    var databaseURL: String?
+
+    @Option(name: .long, help: ArgumentHelp("Folder of NNNN_name.sql files. Default: $MIGRATIONS_DIR, else sql/migrations found from here or from this executable.", valueName: "path"))
+    var migrationsDir: String?
+
+    @Flag(name: .long, help: "List the migrations that would be applied; change nothing.")
+    var dryRun = false
+
+    func run() throws {
+        let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun)
+        if status != .ok { throw ExitCode(status.rawValue) }
+    }
+}

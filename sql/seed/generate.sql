@@ -1,0 +1,303 @@
+-- Generator for large benchmark databases, into a freshly migrated database (no demo data):
+--
+--   psql -v ON_ERROR_STOP=1 -v mentors=1000000 -f sql/seed/generate.sql      (default: 10000 mentors)
+--
+-- Set-based throughout (INSERT ... SELECT over generate_series, no per-row loops), deterministic (every
+-- "random" choice hashes the mentor number, so two runs with the same :mentors give the same data apart
+-- from the dates, which are relative to now()). Per 1M mentors it produces roughly:
+--   20 organizations of skewed size (custom inactivity thresholds 7/21/30 days, one with it disabled)
+--   ~50k coordinators (1 per 20 mentors, with coordinator_scopes) and 20 org_admins
+--   ~20M activities: ~8% of mentors none, most 5-40, a tail up to ~150, spread over the membership;
+--     ~30% of mentors have been quiet (coalesce(last activity, joined_at)) for more than 14 days
+--   ~3% paused now, ~5% with a lifted pause; ~5% master switch off, ~5% inactivity category off
+--   device tokens: ~70% one, ~15% two, ~15% none (APNs production/sandbox and FCM), plus retired ones
+--   ~5% of mentors with an earlier inactivity reminder (and its sent deliveries)
+-- Activities go through the statement-level insert trigger, which maintains users.last_activity_logged_at
+-- (a few big statements, so the trigger runs once per batch); the script checks the column on a sample.
+-- Not generated: assignments, impact summaries, job runs, decisions.
+
+\if :{?mentors}
+\else
+\set mentors 10000
+\endif
+\set ON_ERROR_STOP 1
+\timing on
+\echo generating :mentors mentors
+
+-- Large temporary staging tables: give them memory, and let nothing run in parallel (determinism).
+SET temp_buffers = '1GB';
+SET work_mem = '256MB';
+SET maintenance_work_mem = '1GB';
+
+-- rnd(n, salt): a uniform number in [0, 1) that depends only on (n, salt).
+CREATE OR REPLACE FUNCTION pg_temp.rnd(n bigint, salt bigint) RETURNS float8
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT (hashint8extended(n, salt) & 9007199254740991)::float8 / 9007199254740992.0 $$;
+-- A deterministic UUID with version 4 / variant 8-b bits, from a seed text.
+CREATE OR REPLACE FUNCTION pg_temp.uuid_of(seed text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT (substr(h, 1, 12) || '4' || substr(h, 14, 3)
+           || substr('89ab', (('x' || substr(h, 17, 1))::bit(4)::int % 4) + 1, 1) || substr(h, 18, 15))::uuid
+     FROM (SELECT md5(seed) AS h) t $$;
+-- APNs device token: 64 lowercase hex characters.
+CREATE OR REPLACE FUNCTION pg_temp.apns_token(seed text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT md5('apns-a:' || seed) || md5('apns-b:' || seed) $$;
+-- FCM registration token: 22 characters, ':APA91b', 134 URL-safe base64 characters (163 in all).
+CREATE OR REPLACE FUNCTION pg_temp.fcm_token(seed text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT substr(b, 1, 22) || ':APA91b' || substr(b, 23, 134)
+     FROM (SELECT translate(encode(sha256(convert_to('fcm-1:' || seed, 'UTF8')) || sha256(convert_to('fcm-2:' || seed, 'UTF8'))
+                                || sha256(convert_to('fcm-3:' || seed, 'UTF8')) || sha256(convert_to('fcm-4:' || seed, 'UTF8')),
+                                  'base64'), E'+/=\n', '-_') AS b) t $$;
+
+-- Organizations ---------------------------------------------------------------------------------------------
+
+CREATE TEMP TABLE gen_orgs AS
+SELECT k, pg_temp.uuid_of('org:' || k) AS id, name,
+       CASE k WHEN 4 THEN 7 WHEN 7 THEN 21 WHEN 11 THEN 30 ELSE 14 END AS threshold_days,
+       k <> 15 AS inactivity_on
+  FROM unnest(ARRAY[
+        'Landsforeningen for hjerte- og lungesyke', 'Kreftforeningen', 'Mental Helse', 'Blindeforbundet',
+        'Diabetesforbundet', 'Norges Handikapforbund', 'Revmatikerforbundet', 'Astma- og Allergiforbundet',
+        'Hørselshemmedes Landsforbund', 'Norsk Epilepsiforbund', 'Norsk Parkinsonforbund', 'MS-forbundet',
+        'Ryggforeningen', 'Afasiforbundet', 'Landsforeningen for Nyrepasienter', 'Cerebral Parese-foreningen',
+        'Foreningen for hjertesyke barn', 'Norsk Forbund for Utviklingshemmede', 'LPP', 'Barnekreftforeningen'])
+       WITH ORDINALITY AS t (name, k);
+
+INSERT INTO organizations (id, name, time_zone, default_locale, created_at)
+SELECT id, name, 'Europe/Oslo', CASE WHEN k = 20 THEN 'en' ELSE 'nb' END, now() - interval '4 years'
+  FROM gen_orgs ORDER BY k;
+
+INSERT INTO organization_scenario_rules (organization_id, scenario, enabled, settings)
+SELECT id, 'inactivity', NULL, jsonb_build_object('threshold_days', threshold_days) FROM gen_orgs WHERE threshold_days <> 14
+UNION ALL
+SELECT id, 'inactivity', false, '{}' FROM gen_orgs WHERE NOT inactivity_on
+UNION ALL
+SELECT id, 'honorarium', true, '{"assignment_count": 3}' FROM gen_orgs WHERE k IN (2, 4);
+
+-- Mentors: one staging row each, with every choice made up front ---------------------------------------------
+-- n ascends with joined_at (over 3 years, more of them recently), so users go into the heap in join order.
+
+CREATE TEMP TABLE gen_mentors AS
+SELECT n, id, org, joined_at, k, last_at, u_pause, u_cfg, u_dev,
+       CASE WHEN k > 0 THEN last_at ELSE joined_at END AS quiet_since
+  FROM (SELECT n, id, org, joined_at, span, k,
+               CASE WHEN k = 0 THEN NULL
+                    -- ~24% of those with activities went quiet more than 14.5 days ago ...
+                    WHEN pg_temp.rnd(n, 5) < 0.24 AND span > interval '15 days'
+                         THEN date_trunc('second', now() - interval '14.5 days' - (span - interval '14.5 days') * pg_temp.rnd(n, 6) ^ 1.5)
+                    -- ... the rest logged something in the last 14 days (or since joining)
+                    ELSE date_trunc('second', now() - least(span, interval '14 days') * pg_temp.rnd(n, 6))
+               END AS last_at,
+               pg_temp.rnd(n, 7) AS u_pause, pg_temp.rnd(n, 8) AS u_cfg, pg_temp.rnd(n, 9) AS u_dev
+          FROM (SELECT n, id, org, joined_at, now() - joined_at AS span,
+                       -- activity count, skewed; members of less than half a year have proportionally fewer
+                       round(k0 * least(1.0, extract(epoch FROM now() - joined_at) / (180 * 86400)))::int AS k
+                  FROM (SELECT n,
+                               pg_temp.uuid_of('mentor:' || n) AS id,
+                               1 + floor(20 * pg_temp.rnd(n, 1) ^ 1.6)::int AS org,
+                               date_trunc('second', now() - interval '3 years' * (1 - sqrt((n - pg_temp.rnd(n, 2)) / :mentors))) AS joined_at,
+                               CASE WHEN u < 0.08 THEN 0
+                                    WHEN u < 0.18 THEN 1 + floor(4 * v)
+                                    WHEN u < 0.86 THEN 5 + floor(36 * v ^ 1.6)
+                                    ELSE 41 + floor(110 * v ^ 1.5) END AS k0
+                          FROM (SELECT n, pg_temp.rnd(n, 3) AS u, pg_temp.rnd(n, 4) AS v
+                                  FROM generate_series(1, :mentors) AS n) s) s) s) s;
+ALTER TABLE gen_mentors ADD PRIMARY KEY (n);
+ANALYZE gen_mentors;
+
+-- Staff: one org_admin per organization (rank 0), one coordinator per 20 of its mentors (ranks 1..).
+CREATE TEMP TABLE gen_org_size AS
+SELECT org, count(*) AS mentors, greatest(1, ceil(count(*) / 20.0))::int AS coordinators FROM gen_mentors GROUP BY org;
+
+CREATE TEMP TABLE gen_staff AS
+SELECT o.k AS org, o.id AS organization_id, c.rank,
+       pg_temp.uuid_of('staff:' || o.k || ':' || c.rank) AS id,
+       CASE WHEN c.rank = 0 THEN 'org_admin' ELSE 'coordinator' END AS role
+  FROM gen_orgs o
+  JOIN gen_org_size z ON z.org = o.k
+  CROSS JOIN LATERAL generate_series(0, z.coordinators) AS c (rank);
+
+INSERT INTO users (id, organization_id, role, display_name, joined_at)
+SELECT id, organization_id, role,
+       CASE WHEN role = 'org_admin' THEN 'Administrator ' || org ELSE format('Koordinator %s-%s', org, rank) END,
+       now() - interval '3 years' - rank * interval '1 hour'
+  FROM gen_staff ORDER BY org, rank;
+
+INSERT INTO users (id, organization_id, role, display_name, locale, joined_at)
+SELECT m.id, o.id, 'peer_mentor',
+       (ARRAY['Kari','Ola','Ingrid','Lars','Sigrid','Per','Marit','Nils','Astrid','Bjørn','Hilde','Eirik','Tone','Geir',
+              'Camilla','Knut','Anne','Emma','Solveig','Liv','Henrik','Randi','Jonas','Marte','Ahmed','Ida','Siri','Thomas',
+              'Fatima','Kristin','Morten','Hanne','Even','Frida','Jon','Aisha'])[1 + (hashint8extended(m.n, 10) & 1023) % 36]
+       || ' ' ||
+       (ARRAY['Nordmann','Berg','Dahl','Haugen','Johansen','Lie','Solberg','Moen','Kristiansen','Pedersen','Larsen',
+              'Andersen','Olsen','Hansen','Eriksen','Karlsen','Nilsen','Halvorsen','Jakobsen','Strand','Bakke','Lund',
+              'Hassan','Ruud','Holm','Berge','Aas','Vik','Foss','Sand','Lunde','Tangen','Ali','Nguyen'])[1 + (hashint8extended(m.n, 11) & 1023) % 34],
+       CASE WHEN pg_temp.rnd(m.n, 12) < 0.06 THEN 'en' WHEN pg_temp.rnd(m.n, 12) < 0.10 THEN 'nb' END,
+       m.joined_at
+  FROM gen_mentors m JOIN gen_orgs o ON o.k = m.org
+ ORDER BY m.n;
+
+-- ~1% of mentors have left: deactivated some time after their last sign of life.
+UPDATE users u SET deactivated_at = m.quiet_since + (now() - m.quiet_since) * pg_temp.rnd(m.n, 13)
+  FROM gen_mentors m
+ WHERE u.id = m.id AND pg_temp.rnd(m.n, 14) < 0.01;
+
+INSERT INTO coordinator_scopes (organization_id, coordinator_id, mentor_id)
+SELECT s.organization_id, s.id, m.id
+  FROM (SELECT m.n, m.id, m.org, 1 + (hashint8extended(m.n, 15) & 2147483647) % z.coordinators AS rank
+          FROM gen_mentors m JOIN gen_org_size z ON z.org = m.org) m
+  JOIN gen_staff s ON s.org = m.org AND s.rank = m.rank
+ ORDER BY m.n;
+
+-- Activities -----------------------------------------------------------------------------------------------------
+-- Mentor m's activities: k of them, the last at last_at, the others stratified over [joined_at, last_at) in
+-- ascending order. Inserted in batches of ~250k mentors (~5M rows): one trigger run per batch.
+
+SELECT format($f$
+INSERT INTO activities (mentor_id, occurred_at, logged_at, kind)
+SELECT m.id,
+       a.logged_at - interval '1 hour' * (1 + 70 * pg_temp.rnd(m.n * 1000 + a.i, 17) ^ 3),
+       a.logged_at,
+       CASE WHEN pg_temp.rnd(m.n * 1000 + a.i, 18) < 0.7 THEN 'conversation'
+            WHEN pg_temp.rnd(m.n * 1000 + a.i, 18) < 0.9 THEN 'phone_call'
+            ELSE 'group_meeting' END
+  FROM gen_mentors m
+  CROSS JOIN LATERAL (
+        SELECT i, CASE WHEN i = m.k THEN m.last_at
+                       ELSE date_trunc('second', m.joined_at + (m.last_at - m.joined_at) * ((i - 1 + 0.999 * pg_temp.rnd(m.n * 1000 + i, 16)) / m.k))
+                  END AS logged_at
+          FROM generate_series(1, m.k) AS i) a
+ WHERE m.k > 0 AND m.n BETWEEN %s AND %s
+$f$, lo, least(lo + 249999, :mentors))
+  FROM generate_series(1, :mentors, 250000) AS lo
+\gexec
+
+-- Availability pauses ------------------------------------------------------------------------------------------
+-- ~3% paused now (60% open-ended, 40% with a future end), ~5% with a pause lifted in the last 6 months.
+
+INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason, created_at)
+SELECT m.id, p.starts_at, p.ends_at, p.reason, p.starts_at
+  FROM gen_mentors m
+  CROSS JOIN LATERAL (
+        SELECT greatest(m.joined_at, date_trunc('second', now() - interval '1 day' * (1 + 90 * pg_temp.rnd(m.n, 20)))) AS starts_at,
+               CASE WHEN pg_temp.rnd(m.n, 21) < 0.6 THEN NULL
+                    ELSE date_trunc('second', now() + interval '1 day' * (1 + 45 * pg_temp.rnd(m.n, 22))) END AS ends_at,
+               (ARRAY['Ferie', 'Sykmeldt', 'Permisjon', 'Eksamensperiode', NULL])[1 + (hashint8extended(m.n, 23) & 1023) % 5] AS reason
+         WHERE m.u_pause < 0.03
+        UNION ALL
+        SELECT e - interval '1 day' * (7 + 80 * pg_temp.rnd(m.n, 24)), e,
+               (ARRAY['Ferie', 'Sykmeldt', 'Reise', NULL])[1 + (hashint8extended(m.n, 25) & 1023) % 4]
+          FROM (SELECT date_trunc('second', now() - interval '1 day' * (1 + 180 * pg_temp.rnd(m.n, 26))) AS e) x
+         WHERE m.u_pause >= 0.03 AND m.u_pause < 0.08 AND e - interval '1 day' * (7 + 80 * pg_temp.rnd(m.n, 24)) > m.joined_at) p
+ ORDER BY m.n;
+
+-- Notification settings ----------------------------------------------------------------------------------------
+-- ~5% master switch off, ~5% inactivity off, ~15% a row with everything on or some other category off.
+
+INSERT INTO push_notification_configs (user_id, enabled, inactivity, milestone, impact_summary, updated_at)
+SELECT id, u_cfg >= 0.05, NOT (u_cfg >= 0.05 AND u_cfg < 0.10), NOT (u_cfg >= 0.20 AND u_cfg < 0.25),
+       NOT (u_cfg >= 0.22 AND u_cfg < 0.30), joined_at + (now() - joined_at) * pg_temp.rnd(n, 27)
+  FROM gen_mentors WHERE u_cfg < 0.30
+ ORDER BY n;
+
+-- Device tokens ---------------------------------------------------------------------------------------------------
+-- ~70% one active device, ~15% two, ~15% none; ~55% APNs (5% of those sandbox), ~45% FCM. ~6% also have
+-- an old retired token. Coordinators and admins have one APNs device each.
+
+INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id, created_at, last_seen_at, retired_at, retired_reason)
+SELECT d.user_id, d.provider,
+       CASE d.provider WHEN 'apns' THEN pg_temp.apns_token(d.seed) ELSE pg_temp.fcm_token(d.seed) END,
+       CASE WHEN d.provider = 'apns' THEN CASE WHEN d.u_env < 0.05 THEN 'sandbox' ELSE 'production' END END,
+       'no.likeperson.app', d.created_at, d.last_seen_at, d.retired_at,
+       CASE WHEN d.retired_at IS NOT NULL THEN CASE d.provider WHEN 'apns' THEN 'Unregistered' ELSE 'UNREGISTERED' END END
+  FROM (SELECT m.id AS user_id, m.id::text || ':' || s.seq AS seed,
+               CASE WHEN pg_temp.rnd(m.n * 10 + s.seq, 30) < 0.55 THEN 'apns' ELSE 'fcm' END AS provider,
+               pg_temp.rnd(m.n * 10 + s.seq, 31) AS u_env,
+               -- the retired phone (3) came first, then device 1, then device 2
+               m.joined_at + (now() - m.joined_at) * (s.seq % 3 + pg_temp.rnd(m.n * 10 + s.seq, 32)) / 4 AS created_at,
+               CASE WHEN s.seq = 3 THEN m.joined_at + (now() - m.joined_at) * 0.3
+                    ELSE greatest(m.joined_at + (now() - m.joined_at) * (s.seq % 3 + 1) / 4,
+                                  now() - interval '1 day' * 30 * pg_temp.rnd(m.n * 10 + s.seq, 33) ^ 2) END AS last_seen_at,
+               CASE WHEN s.seq = 3 THEN m.joined_at + (now() - m.joined_at) * 0.3 END AS retired_at
+          FROM gen_mentors m
+          CROSS JOIN LATERAL (VALUES (1), (2), (3)) AS s (seq)
+         WHERE (s.seq = 1 AND m.u_dev >= 0.15)                               -- one device: 70% + 15%
+            OR (s.seq = 2 AND m.u_dev >= 0.85)                               -- a second: 15%
+            OR (s.seq = 3 AND pg_temp.rnd(m.n, 34) < 0.06)                   -- an old, retired one
+        UNION ALL
+        SELECT id, id::text || ':1', 'apns', 1.0, now() - interval '300 days', now() - interval '1 day', NULL
+          FROM gen_staff) d;
+
+-- Earlier inactivity reminders ------------------------------------------------------------------------------------
+-- ~1 in 6 of the mentors now quiet beyond their organization's threshold (and without pauses) was reminded
+-- between crossing the threshold and now: some within a threshold (suppressed now), some longer ago.
+-- dedupe_key: 'inactivity:<user uuid>:<stretch start as unix epoch seconds>'.
+
+INSERT INTO notifications (user_id, category, title, body, data, created_at, read_at, dedupe_key)
+SELECT r.id, 'inactivity', 'Vi savner deg',
+       format('Det er %s dager siden du sist registrerte en aktivitet. Husk å logge samtalene dine i appen!',
+              extract(day FROM r.created_at - r.quiet_since)),
+       jsonb_build_object('scenario', 'inactivity', 'anchor', r.quiet_since,
+                          'days_inactive', extract(day FROM r.created_at - r.quiet_since)),
+       r.created_at,
+       CASE WHEN pg_temp.rnd(r.n, 42) < 0.4 THEN r.created_at + interval '1 hour' * 48 * pg_temp.rnd(r.n, 43) END,
+       format('inactivity:%s:%s', r.id, extract(epoch FROM r.quiet_since)::bigint)
+  FROM (SELECT m.n, m.id, m.quiet_since,
+               date_trunc('second', m.quiet_since + make_interval(days => o.threshold_days)
+                   + (now() - m.quiet_since - make_interval(days => o.threshold_days)) * pg_temp.rnd(m.n, 41)) AS created_at
+          FROM gen_mentors m JOIN gen_orgs o ON o.k = m.org
+         WHERE o.inactivity_on AND m.u_pause >= 0.08
+           AND m.quiet_since < now() - make_interval(days => o.threshold_days + 1)
+           AND pg_temp.rnd(m.n, 40) < 0.17) r
+ ORDER BY r.n;
+
+-- Their pushes: one sent delivery per device token that was active when the reminder went out.
+INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at, provider_message_id, created_at, updated_at)
+SELECT n.id, t.id, 'sent', 1, n.created_at, md5(n.id::text || t.id), n.created_at, n.created_at + interval '1 second'
+  FROM notifications n
+  JOIN device_tokens t ON t.user_id = n.user_id AND t.created_at <= n.created_at
+                      AND (t.retired_at IS NULL OR t.retired_at > n.created_at);
+
+-- Checks -----------------------------------------------------------------------------------------------------------
+
+-- The trigger-maintained column, against max(logged_at) on a sample of ~2000 mentors (and against the
+-- planned value for all of them).
+DO $$
+DECLARE bad bigint;
+BEGIN
+    SELECT count(*) INTO bad
+      FROM gen_mentors m JOIN users u ON u.id = m.id
+     WHERE m.n % greatest(1, (SELECT count(*) / 2000 FROM gen_mentors)) = 0
+       AND u.last_activity_logged_at IS DISTINCT FROM (SELECT max(a.logged_at) FROM activities a WHERE a.mentor_id = u.id);
+    IF bad > 0 THEN RAISE EXCEPTION 'generate: users.last_activity_logged_at wrong for % sampled users', bad; END IF;
+    SELECT count(*) INTO bad
+      FROM gen_mentors m JOIN users u ON u.id = m.id
+     WHERE u.last_activity_logged_at IS DISTINCT FROM m.last_at;
+    IF bad > 0 THEN RAISE EXCEPTION 'generate: users.last_activity_logged_at differs from the plan for % mentors', bad; END IF;
+END $$;
+
+VACUUM (ANALYZE);
+
+\timing off
+SELECT t.name AS "table", t.count AS "rows"
+  FROM (          SELECT 1, 'organizations', count(*) FROM organizations
+        UNION ALL SELECT 2, 'users: peer mentors', count(*) FROM users WHERE role = 'peer_mentor'
+        UNION ALL SELECT 3, 'users: staff', count(*) FROM users WHERE role <> 'peer_mentor'
+        UNION ALL SELECT 4, 'coordinator_scopes', count(*) FROM coordinator_scopes
+        UNION ALL SELECT 5, 'activities', count(*) FROM activities
+        UNION ALL SELECT 6, 'availability_pauses', count(*) FROM availability_pauses
+        UNION ALL SELECT 7, 'push_notification_configs', count(*) FROM push_notification_configs
+        UNION ALL SELECT 8, 'device_tokens', count(*) FROM device_tokens
+        UNION ALL SELECT 9, 'notifications', count(*) FROM notifications
+        UNION ALL SELECT 10, 'deliveries', count(*) FROM deliveries) AS t (ord, name, count)
+ ORDER BY t.ord;
+
+SELECT round(100.0 * count(*) FILTER (WHERE coalesce(last_activity_logged_at, joined_at) < now() - interval '14 days') / count(*), 1)
+           AS "% quiet > 14 days",
+       round(100.0 * count(*) FILTER (WHERE last_activity_logged_at IS NULL) / count(*), 1) AS "% never logged",
+       round(1.0 * (SELECT count(*) FROM device_tokens t JOIN users m ON m.id = t.user_id
+                     WHERE t.retired_at IS NULL AND m.role = 'peer_mentor' AND m.deactivated_at IS NULL) / count(*), 2) AS "active devices / mentor"
+  FROM users
+ WHERE role = 'peer_mentor' AND deactivated_at IS NULL;
