@@ -33,23 +33,21 @@ SET maintenance_work_mem = '1GB';
 CREATE OR REPLACE FUNCTION pg_temp.rnd(n bigint, salt bigint) RETURNS float8
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT (hashint8extended(n, salt) & 9007199254740991)::float8 / 9007199254740992.0 $$;
--- A deterministic UUID with version 4 / variant 8-b bits, from a seed text.
+-- A deterministic UUID in version 4 format (version nibble 4, variant nibble 8), from a seed text.
+-- (These helpers are single expressions without FROM, so the planner inlines them.)
 CREATE OR REPLACE FUNCTION pg_temp.uuid_of(seed text) RETURNS uuid
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT (substr(h, 1, 12) || '4' || substr(h, 14, 3)
-           || substr('89ab', (('x' || substr(h, 17, 1))::bit(4)::int % 4) + 1, 1) || substr(h, 18, 15))::uuid
-     FROM (SELECT md5(seed) AS h) t $$;
+$$ SELECT overlay(overlay(md5(seed) PLACING '4' FROM 13) PLACING '8' FROM 17)::uuid $$;
 -- APNs device token: 64 lowercase hex characters.
 CREATE OR REPLACE FUNCTION pg_temp.apns_token(seed text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT md5('apns-a:' || seed) || md5('apns-b:' || seed) $$;
 -- FCM registration token: 22 characters, ':APA91b', 134 URL-safe base64 characters (163 in all).
 CREATE OR REPLACE FUNCTION pg_temp.fcm_token(seed text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT substr(b, 1, 22) || ':APA91b' || substr(b, 23, 134)
-     FROM (SELECT translate(encode(sha256(convert_to('fcm-1:' || seed, 'UTF8')) || sha256(convert_to('fcm-2:' || seed, 'UTF8'))
-                                || sha256(convert_to('fcm-3:' || seed, 'UTF8')) || sha256(convert_to('fcm-4:' || seed, 'UTF8')),
-                                  'base64'), E'+/=\n', '-_') AS b) t $$;
+    LANGUAGE sql STABLE PARALLEL SAFE AS     -- STABLE like convert_to, or it would not be inlined
+$$ SELECT left(overlay(translate(encode(sha512(convert_to('fcm-1:' || seed, 'UTF8')) || sha512(convert_to('fcm-2:' || seed, 'UTF8')),
+                                       'base64'), E'+/=\n', '-_')
+                     PLACING ':APA91b' FROM 23 FOR 0), 163) $$;
 
 -- Organizations ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,9 @@
+import Foundation
+import JobKit
+import Testing
+import TestSupport
+
+@Test func requiredSchemaVersionIsTheNewestMigration() throws {
+    let migrator = try Migrator(directory: Paths.root.appendingPathComponent("sql/migrations"))
+    #expect(migrator.migrations.last?.version == Schema.requiredVersion)
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Postgres
+
+/// Builds the rows a test needs, with times relative to a fixed `now` that the test then passes
+/// to the job with `--now`.
+public final class Fixtures {
+    public let connection: Connection
+    public let now: Date
+    private var tokenCounter = 0
+
+    public init(_ database: TestDatabase, now: Date = Fixtures.defaultNow) throws {
+        connection = try database.connect()
+        self.now = now
+    }
+
+    /// 2026-06-15T08:00:00Z: a Monday morning.
+    public static let defaultNow = Date(timeIntervalSince1970: 1_781_510_400)
+
+    public func daysAgo(_ days: Double) -> Date { now.addingTimeInterval(-days * 86_400) }
+
+    @discardableResult
+    public func organization(_ name: String, locale: String = "nb") throws -> UUID {
+        try connection.query("INSERT INTO organizations (name, default_locale) VALUES (\(name), \(locale)) RETURNING id").first!.decode(0)
+    }
+
+    /// Sets an organization's rule for a scenario (`settings` is a JSON object).
+    public func rule(_ organization: UUID, scenario: String = "inactivity", enabled: Bool? = nil, settings: String = "{}") throws {
+        try connection.execute("""
+            INSERT INTO organization_scenario_rules (organization_id, scenario, enabled, settings)
+            VALUES (\(organization), \(scenario), \(enabled), \(settings)::jsonb)
+            """)
+    }
+
+    @discardableResult
+    public func user(_ organization: UUID, _ name: String, role: String = "peer_mentor", locale: String? = nil,
+                     joinedDaysAgo: Double = 400) throws -> UUID {
+        try connection.query("""
+            INSERT INTO users (organization_id, role, display_name, locale, joined_at)
+            VALUES (\(organization), \(role), \(name), \(locale), \(daysAgo(joinedDaysAgo))) RETURNING id
+            """).first!.decode(0)
+    }
+
+    /// A peer mentor whose last logged activity was `lastActivityDaysAgo` days before `now`.
+    @discardableResult
+    public func mentor(_ organization: UUID, _ name: String, lastActivityDaysAgo: Double?, locale: String? = nil,
+                       joinedDaysAgo: Double = 400, devices: Int = 1) throws -> UUID {
+        let id = try user(organization, name, locale: locale, joinedDaysAgo: joinedDaysAgo)
+        if let days = lastActivityDaysAgo { try activity(id, daysAgo: days) }
+        for index in 0..<devices { try device(id, provider: index % 2 == 0 ? "apns" : "fcm") }
+        return id
+    }
+
+    public func activity(_ mentor: UUID, daysAgo days: Double) throws {
+        try connection.execute("INSERT INTO activities (mentor_id, occurred_at, logged_at) VALUES (\(mentor), \(daysAgo(days + 1)), \(daysAgo(days)))")
+    }
+
+    public func pause(_ mentor: UUID, startedDaysAgo: Double, endsDaysAgo: Double?, reason: String? = nil) throws {
+        try connection.execute("""
+            INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason)
+            VALUES (\(mentor), \(daysAgo(startedDaysAgo)), \(endsDaysAgo.map { daysAgo($0) }), \(reason))
+            """)
+    }
+
+    @discardableResult
+    public func device(_ user: UUID, provider: String = "apns", retired: Bool = false) throws -> Int {
+        tokenCounter += 1
+        let token: String
+        switch provider {
+        case "apns": token = String(repeating: String(format: "%02x", tokenCounter % 256), count: 32)
+        default: token = "fcm\(tokenCounter):" + String(repeating: "A", count: 140)
+        }
+        return try connection.query("""
+            INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id, retired_at, retired_reason)
+            VALUES (\(user), \(provider), \(token + "-" + user.uuidString.prefix(8).lowercased()),
+                    \(provider == "apns" ? "production" : nil), 'no.likeperson.app',
+                    \(retired ? daysAgo(1) : nil), \(retired ? "Unregistered" : nil))
+            RETURNING id
+            """).first!.decode(0)
+    }
+
+    public func preferences(_ user: UUID, master: Bool = true, inactivity: Bool = true) throws {
+        try connection.execute("INSERT INTO push_notification_configs (user_id, enabled, inactivity) VALUES (\(user), \(master), \(inactivity))")
+    }
+
+    // MARK: - Reading what users would see
+
+    /// Inbox rows of a user: (category, title, body, data JSON text).
+    public func inbox(_ user: UUID) throws -> [(category: String, title: String, body: String, data: String)] {
+        try connection.query("SELECT category, title, body, data::text FROM notifications WHERE user_id = \(user) ORDER BY created_at").map {
+            (try $0.decode(0), try $0.decode(1), try $0.decode(2), try $0.decode(3))
+        }
+    }
+
+    /// Pending deliveries of a user's notifications.
+    public func deliveries(_ user: UUID) throws -> Int {
+        try connection.query("""
+            SELECT count(*) FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+             WHERE n.user_id = \(user) AND d.state = 'pending'
+            """).first!.decode(0)
+    }
+
+    /// The reasons recorded for a user's decisions, oldest first.
+    public func decisions(_ user: UUID) throws -> [String] {
+        try connection.query("SELECT outcome || ':' || reason FROM decisions WHERE user_id = \(user) ORDER BY id").map { try $0.decode(0) }
+    }
+
+    public func count(_ table: StaticString) throws -> Int {
+        try connection.query("SELECT count(*) FROM \(sql: table)").first!.decode(0)
+    }
+
+    /// A fingerprint of every row of every table in the public schema, to prove a run changed nothing.
+    public func fingerprint() throws -> [String: String] {
+        var result: [String: String] = [:]
+        let rows = try connection.query("""
+            SELECT tablename, md5(query_to_xml(format('SELECT * FROM %I t ORDER BY t::text', tablename), true, false, '')::text)
+              FROM pg_tables WHERE schemaname = 'public'
+            """)
+        for row in rows { result[try row.decode(0)] = try row.decode(1) }
+        return result
+    }
+}
