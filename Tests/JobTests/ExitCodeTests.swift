@@ -2,7 +2,87 @@ import Foundation
 import Testing
 import TestSupport
 
-@Test func badFlagsExit64() throws {
-    let result = try Jobs.run("inactivity-check", ["--format", "xml"], database: nil)
-    #expect(result.status == 64)
+/// What an operator sees when something is wrong: a clear message and a sysexits code.
+@Suite struct ExitCodeTests {
+    @Test(arguments: [
+        ["--format", "xml"],
+        ["--now", "yesterday"],
+        ["--org", "not-a-uuid"],
+        ["--no-such-flag"],
+        ["--statement-timeout", "0"],
+        ["--dry-run", "--explain"],
+    ])
+    func badFlagsExit64(arguments: [String]) throws {
+        let result = try Jobs.run("inactivity-check", arguments, database: nil)
+        #expect(result.status == 64, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("Error:"))
+    }
+
+    @Test func unknownOrganizationExits64() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let result = try Jobs.run("inactivity-check", ["--org", "00000000-0000-4000-8000-000000000999"], database: db)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--org 00000000-0000-4000-8000-000000000999: no such organization"))
+    }
+
+    @Test func unreachableDatabaseExits69WithAClearMessage() throws {
+        let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql:///nowhere?host=/nonexistent-socket-dir&connect_timeout=2"], database: nil)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("cannot connect to PostgreSQL"))
+        #expect(result.stderr.contains("/nonexistent-socket-dir"))
+        #expect(result.summary?["outcome"] as? String == "failed")
+        #expect(result.summary?["exit_code"] as? Int == 69)
+    }
+
+    @Test func passwordInTheURLNeverAppearsInTheMessage() throws {
+        let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql://someone:s3cret-pa55@127.0.0.1:1/db?connect_timeout=2"], database: nil)
+        #expect(result.status == 69)
+        #expect(!result.stderr.contains("s3cret-pa55"))
+        #expect(!result.stdout.contains("s3cret-pa55"))
+    }
+
+    @Test func unmigratedDatabaseExits78AndNamesTheMigrateCommand() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let result = try Jobs.run("inactivity-check", [], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("has not been migrated"))
+        #expect(result.stderr.contains("migrate --database-url"))
+    }
+
+    @Test func olderSchemaExits78() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let connection = try db.connect()
+        try connection.execute("DELETE FROM schema_migrations")
+        let result = try Jobs.run("inactivity-check", ["--dry-run"], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("schema is at version 0"))
+    }
+
+    @Test func databaseURLFromTheEnvironmentIsUsed() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let result = try Jobs.run("inactivity-check", ["--dry-run"], database: nil, environment: ["DATABASE_URL": db.url])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+    }
+
+    @Test func libpqConventionsApplyWithoutAURL() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        // The PG* variables alone, as libpq reads them when no URL is given.
+        guard let components = URLComponents(string: db.url),
+              let host = components.queryItems?.first(where: { $0.name == "host" })?.value else {
+            Issue.record("test database URL has no host: \(db.url)")
+            return
+        }
+        let result = try Jobs.run("inactivity-check", ["--dry-run"], database: nil, environment: [
+            "DATABASE_URL": "", "PGHOST": host, "PGDATABASE": db.name, "PGUSER": "postgres",
+        ])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+    }
+
+    @Test func helpListsTheSharedFlags() throws {
+        let result = try Jobs.run("inactivity-check", ["--help"], database: nil)
+        #expect(result.status == 0)
+        for flag in ["--dry-run", "--format", "--now", "--org", "--database-url", "--explain"] {
+            #expect(result.stdout.contains(flag))
+        }
+    }
 }

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct MigrateTests {
+    @Test func migrateAppliesOnceAndRunningAgainChangesNothing() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let first = try Jobs.run("migrate", [], database: db)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        #expect(first.stdout.contains("applied 1 migration(s), 0 already applied"))
+        let fixtures = try Fixtures(db)
+        let before = try fixtures.fingerprint()
+        let second = try Jobs.run("migrate", [], database: db)
+        #expect(second.status == 0)
+        #expect(second.stdout.contains("applied 0 migration(s), 1 already applied"))
+        #expect(try fixtures.fingerprint() == before)
+    }
+
+    @Test func aMigrationEditedAfterItWasAppliedIsRefused() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let connection = try db.connect()
+        try connection.execute("UPDATE schema_migrations SET checksum = 'fnv1a64:0000000000000000' WHERE version = 1")
+        let result = try Jobs.run("migrate", [], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("was changed after it was applied"))
+    }
+
+    @Test func aFailingMigrationIsRolledBackAndExits78() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(at: Paths.root.appendingPathComponent("sql/migrations/0001_foundation.sql"),
+                                         to: dir.appendingPathComponent("0001_foundation.sql"))
+        try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0002_broken.sql"), atomically: true, encoding: .utf8)
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("migration 0002_broken.sql failed and was rolled back"))
+        #expect(result.stderr.contains("42P01"))
+        let exists: Bool = try db.connect().query("SELECT to_regclass('half_done') IS NOT NULL").first!.decode(0)
+        #expect(!exists)
+    }
+
+    @Test func unreachableDatabaseExits69() throws {
+        let result = try Jobs.run("migrate", ["--database-url", "postgresql:///x?host=/nonexistent-socket-dir"], database: nil)
+        #expect(result.status == 69)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// The libpq wrapper against a real server.
+@Suite struct ConnectionTests {
+    let connection: Connection
+
+    init() throws {
+        connection = try TestCluster.shared().makeDatabase(migrated: false).connect()
+    }
+
+    @Test func decodesTheTypesTheJobsRead() throws {
+        let id = UUID()
+        let row = try #require(try connection.query("""
+            SELECT 'héllo 👋'::text, 42::int, -7::bigint, true, false, \(id)::uuid,
+                   '2026-11-22 08:30:15.123456+00'::timestamptz, '{"a": [1, "x"]}'::jsonb,
+                   ARRAY['a', 'b,c', 'd "e"', 'f\\g']::text[], ARRAY[25, 50, 100]::int[], NULL::text
+            """).first)
+        #expect(try row.decode(0, as: String.self) == "héllo 👋")
+        #expect(try row.decode(1, as: Int.self) == 42)
+        #expect(try row.decode(2, as: Int.self) == -7)
+        #expect(try row.decode(3, as: Bool.self))
+        #expect(try !row.decode(4, as: Bool.self))
+        #expect(try row.decode(5, as: UUID.self) == id)
+        let date = try row.decode(6, as: Date.self)
+        #expect(abs(date.timeIntervalSince1970 - 1_795_336_215.123456) < 0.000001)
+        #expect(try row.decode(7, as: JSONValue.self).text == #"{"a": [1, "x"]}"#)
+        #expect(try row.decode(8, as: [String].self) == ["a", "b,c", #"d "e""#, #"f\g"#])
+        #expect(try row.decode(9, as: [Int].self) == [25, 50, 100])
+        #expect(try row.decode(10, as: String?.self) == nil)
+        #expect(throws: PostgresError.self) { try row.decode(10, as: String.self) }
+        #expect(throws: PostgresError.self) { try row.decode(0, as: Int.self) }
+    }
+
+    @Test(arguments: [
+        "plain",
+        "quote ' and double \" and backslash \\",
+        "'); DROP TABLE x; --",
+        "emoji 🎉👩‍👩‍👧 and RTL שלום",
+        "$1 $2 and {braces,commas}",
+        "",
+    ])
+    func parametersRoundTripUnchanged(value: String) throws {
+        let row = try #require(try connection.query("SELECT \(value)::text, (\(PostgresArray([value, "other"])))::text[]").first)
+        #expect(try row.decode(0, as: String.self) == value)
+        #expect(try row.decode(1, as: [String].self) == [value, "other"])
+    }
+
+    @Test func timestampsRoundTripWithMicroseconds() throws {
+        for seconds in [0.0, 1_781_510_400.5, 1_795_336_215.123456, -86_400.25] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let back = try connection.query("SELECT \(date)::timestamptz").first!.decode(0, as: Date.self)
+            #expect(abs(back.timeIntervalSince1970 - seconds) < 0.000001)
+        }
+    }
+
+    @Test func serverErrorsCarrySQLStateButNeverTheBoundValue() throws {
+        try connection.execute("CREATE TABLE secrets (token text PRIMARY KEY)")
+        try connection.execute("INSERT INTO secrets VALUES (\("TOKEN-abc123-very-secret"))")
+        do {
+            try connection.execute("INSERT INTO secrets VALUES (\("TOKEN-abc123-very-secret"))")
+            Issue.record("a duplicate key was accepted")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == "23505")
+            #expect(!error.description.contains("TOKEN-abc123"))
+            #expect(error.description.contains("secrets_pkey"))
+        }
+    }
+
+    @Test func nulBytesAreRefusedNotTruncated() throws {
+        #expect(throws: PostgresError.self) { try connection.query("SELECT \("before\u{0}after")::text") }
+    }
+
+    @Test func readOnlyTransactionsCannotWrite() throws {
+        try connection.execute("CREATE TABLE t (x int)")
+        do {
+            try connection.transaction(.readOnly) { try connection.execute("INSERT INTO t VALUES (1)") }
+            Issue.record("a read-only transaction wrote")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == SQLState.readOnlyTransaction)
+        }
+        #expect(try connection.query("SELECT count(*) FROM t").first!.decode(0, as: Int.self) == 0)
+    }
+
+    @Test func aFailedTransactionIsRolledBack() throws {
+        try connection.execute("CREATE TABLE t2 (x int)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try connection.transaction {
+                try connection.execute("INSERT INTO t2 VALUES (1)")
+                throw Boom()
+            }
+        }
+        #expect(try connection.query("SELECT count(*) FROM t2").first!.decode(0, as: Int.self) == 0)
+    }
+
+    @Test func statementTimeoutCancelsLongStatements() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let short = try Connection(url: db.url, applicationName: "timeout-test", statementTimeout: .milliseconds(200))
+        do {
+            try short.execute("SELECT pg_sleep(5)")
+            Issue.record("the statement was not cancelled")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == SQLState.queryCanceled)
+        }
+    }
+
+    @Test func applicationNameIsSet() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let named = try Connection(url: db.url, applicationName: "inactivity-check")
+        #expect(try named.query("SELECT current_setting('application_name')").first!.decode(0, as: String.self) == "inactivity-check")
+        #expect(try named.query("SELECT current_setting('TimeZone')").first!.decode(0, as: String.self) == "UTC")
+    }
+
+    @Test func streamingDeliversEveryRowAndCanStopEarly() throws {
+        var sum = 0
+        try connection.stream("SELECT g FROM generate_series(1, 100000) g") { row in sum += try row.decode(0, as: Int.self) }
+        #expect(sum == 5_000_050_000)
+        struct Enough: Error {}
+        var seen = 0
+        #expect(throws: Enough.self) {
+            try connection.stream("SELECT g FROM generate_series(1, 10000000) g") { _ in
+                seen += 1
+                if seen == 10 { throw Enough() }
+            }
+        }
+        // The connection is usable again after the cancelled stream.
+        #expect(try connection.query("SELECT 1").first!.decode(0, as: Int.self) == 1)
+    }
+
+    @Test func interpolatedQueriesNestWithRenumberedParameters() throws {
+        let inner: Query = "SELECT \(1)::int AS a, '$1 stays' AS literal"
+        let outer: Query = "SELECT \(10)::int + q.a, q.literal FROM (\(inner)) q WHERE \(true)"
+        #expect(outer.sql == "SELECT $1::int + q.a, q.literal FROM (SELECT $2::int AS a, '$1 stays' AS literal) q WHERE $3")
+        let row = try #require(try connection.query(outer).first)
+        #expect(try row.decode(0, as: Int.self) == 11)
+        #expect(try row.decode(1, as: String.self) == "$1 stays")
+    }
+}
