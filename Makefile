@@ -1,0 +1,35 @@
+# mentor-push: scenario-based push notifications for a volunteer peer-mentor app.
+#   make demo        install what is missing, start a throwaway PostgreSQL, load demo data, run the jobs
+#   make test        install what is missing and run every test (a real PostgreSQL, started by the tests)
+#   make bench-plan  inactivity-check --dry-run against 100k and 1M generated mentors, beside the bare query
+#   make migrate     apply sql/migrations to $$DATABASE_URL
+
+SWIFT ?= swift
+BENCH_SIZES ?= 100000 1000000
+
+.PHONY: deps build release test demo bench-plan migrate clean
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+demo: build
+	scripts/demo
+
+bench-plan: release
+	scripts/bench-plan $(BENCH_SIZES)
+
+migrate: build
+	.build/debug/migrate
+
+clean:
+	rm -rf .build
