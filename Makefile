@@ -26,6 +26,7 @@ demo: build
 	scripts/demo
 
 bench-plan: release
+	@scripts/install-deps --bench
 	scripts/bench-plan $(BENCH_SIZES)
 
 migrate: build

@@ -29,6 +29,13 @@ SET temp_buffers = '1GB';
 SET work_mem = '256MB';
 SET maintenance_work_mem = '1GB';
 
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM organizations) THEN
+        RAISE EXCEPTION 'generate.sql: the database already has organizations; load into a freshly migrated database';
+    END IF;
+END $$;
+
 -- rnd(n, salt): a uniform number in [0, 1) that depends only on (n, salt).
 CREATE OR REPLACE FUNCTION pg_temp.rnd(n bigint, salt bigint) RETURNS float8
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
@@ -173,7 +180,8 @@ $f$, lo, least(lo + 249999, :mentors))
 \gexec
 
 -- Availability pauses ------------------------------------------------------------------------------------------
--- ~3% paused now (60% open-ended, 40% with a future end), ~5% with a pause lifted in the last 6 months.
+-- ~3% paused now (60% open-ended, 40% with a future end), ~5% with a pause lifted in the last 6 months
+-- (6.5% drawn, minus those who joined after the pause would have started).
 
 INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason, created_at)
 SELECT m.id, p.starts_at, p.ends_at, p.reason, p.starts_at
@@ -188,7 +196,7 @@ SELECT m.id, p.starts_at, p.ends_at, p.reason, p.starts_at
         SELECT e - interval '1 day' * (7 + 80 * pg_temp.rnd(m.n, 24)), e,
                (ARRAY['Ferie', 'Sykmeldt', 'Reise', NULL])[1 + (hashint8extended(m.n, 25) & 1023) % 4]
           FROM (SELECT date_trunc('second', now() - interval '1 day' * (1 + 180 * pg_temp.rnd(m.n, 26))) AS e) x
-         WHERE m.u_pause >= 0.03 AND m.u_pause < 0.08 AND e - interval '1 day' * (7 + 80 * pg_temp.rnd(m.n, 24)) > m.joined_at) p
+         WHERE m.u_pause >= 0.03 AND m.u_pause < 0.095 AND e - interval '1 day' * (7 + 80 * pg_temp.rnd(m.n, 24)) > m.joined_at) p
  ORDER BY m.n;
 
 -- Notification settings ----------------------------------------------------------------------------------------
@@ -234,19 +242,24 @@ SELECT d.user_id, d.provider,
 -- dedupe_key: 'inactivity:<user uuid>:<stretch start as unix epoch seconds>'.
 
 INSERT INTO notifications (user_id, category, title, body, data, created_at, read_at, dedupe_key)
-SELECT r.id, 'inactivity', 'Vi savner deg',
-       format('Det er %s dager siden du sist registrerte en aktivitet. Husk å logge samtalene dine i appen!',
+SELECT r.id, 'inactivity',
+       CASE r.locale WHEN 'en' THEN 'We miss you' ELSE 'Vi savner deg' END,
+       format(CASE r.locale WHEN 'en' THEN 'It has been %s days since you last logged an activity. Log your conversations in the app!'
+                            ELSE 'Det er %s dager siden du sist registrerte en aktivitet. Husk å logge samtalene dine i appen!' END,
               extract(day FROM r.created_at - r.quiet_since)),
        jsonb_build_object('scenario', 'inactivity', 'anchor', r.quiet_since,
                           'days_inactive', extract(day FROM r.created_at - r.quiet_since)),
        r.created_at,
        CASE WHEN pg_temp.rnd(r.n, 42) < 0.4 THEN r.created_at + interval '1 hour' * 48 * pg_temp.rnd(r.n, 43) END,
        format('inactivity:%s:%s', r.id, extract(epoch FROM r.quiet_since)::bigint)
-  FROM (SELECT m.n, m.id, m.quiet_since,
+  FROM (SELECT m.n, m.id, m.quiet_since, coalesce(u.locale, og.default_locale) AS locale,
                date_trunc('second', m.quiet_since + make_interval(days => o.threshold_days)
                    + (now() - m.quiet_since - make_interval(days => o.threshold_days)) * pg_temp.rnd(m.n, 41)) AS created_at
-          FROM gen_mentors m JOIN gen_orgs o ON o.k = m.org
-         WHERE o.inactivity_on AND m.u_pause >= 0.08
+          FROM gen_mentors m
+          JOIN gen_orgs o ON o.k = m.org
+          JOIN users u ON u.id = m.id
+          JOIN organizations og ON og.id = o.id
+         WHERE o.inactivity_on AND m.u_pause >= 0.095
            AND m.quiet_since < now() - make_interval(days => o.threshold_days + 1)
            AND pg_temp.rnd(m.n, 40) < 0.17) r
  ORDER BY r.n;
