@@ -7,10 +7,17 @@ let package = Package(
     products: [
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "inactivity-check", targets: ["inactivity-check"]),
+        .executable(name: "push-deliver", targets: ["push-deliver"]),
+        .executable(name: "fake-push", targets: ["fake-push"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+        // Only the local fake providers (tests, demo, benchmarks) use SwiftNIO; the jobs send through libcurl.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.35.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
     ],
     targets: [
         // C libraries from Debian's packages, found through pkg-config.
@@ -30,19 +37,55 @@ let package = Package(
         ]),
         // One file per scenario: its query, its decision, its message.
         .target(name: "Scenarios", dependencies: ["JobKit", "Postgres"]),
+        // The libcurl multi wrapper: many requests multiplexed over one HTTP/2 + TLS connection per host.
+        .target(name: "HTTP2", dependencies: [
+            "CCurl",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // APNs and FCM: credentials and JWT signing, payloads, requests, outcome classification.
+        .target(name: "Push", dependencies: [
+            "HTTP2",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The outbox engine: claim due deliveries, send them, record each outcome.
+        .target(name: "Delivery", dependencies: [
+            "Push", "Postgres", "JobKit",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Local fake APNs, FCM and OAuth token servers: TLS + HTTP/2, validating and answering like the real ones.
+        .target(name: "FakePush", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
 
         // Thin executables.
         .executableTarget(name: "migrate", dependencies: [
             "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "inactivity-check", dependencies: [
-            "JobKit", "Scenarios", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "JobKit", "Scenarios", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "push-deliver", dependencies: [
+            "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "fake-push", dependencies: [
+            "FakePush", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         // Shared test support: the throwaway PostgreSQL cluster, per-test databases, fixtures, process runner.
-        .target(name: "TestSupport", dependencies: ["Postgres", "JobKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Postgres", "JobKit", "FakePush"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "JobTests", dependencies: ["JobKit", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "JobKit", "TestSupport"]),
+        .testTarget(name: "FakePushTests", dependencies: ["FakePush", "TestSupport"]),
+        .testTarget(name: "PushTests", dependencies: ["Push", "HTTP2", "FakePush", "TestSupport"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Push", "FakePush", "TestSupport", "push-deliver"]),
     ]
 )

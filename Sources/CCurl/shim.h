@@ -22,4 +22,11 @@ static inline CURLcode ccurl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v)
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 static inline curl_version_info_data *ccurl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 
+// Flag macros built from expressions, re-exported as constants Swift can see.
+enum {
+    CCURL_VERSION_HTTP2 = CURL_VERSION_HTTP2,
+    CCURL_GLOBAL_ALL = CURL_GLOBAL_ALL,
+    CCURLPIPE_MULTIPLEX = CURLPIPE_MULTIPLEX,
+};
+
 #endif

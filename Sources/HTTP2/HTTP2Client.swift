@@ -1,0 +1,237 @@
+import CCurl
+import Foundation
+import Logging
+
+/// An HTTP/2 client on libcurl's multi interface: requests to one host are multiplexed over one TLS
+/// connection, reused for the client's whole life, with at most `window` requests in flight (queuing
+/// far more than the server's concurrent-stream limit inside libcurl is slow).
+///
+/// Thread rules: a client (its `CURLM` and the `CURL` handles it pools) is used from one thread at
+/// a time. It is not `Sendable`.
+public final class HTTP2Client {
+    /// How the client connects.
+    public struct Configuration: Sendable {
+        /// Extra CA bundle (PEM) to trust, for private or test setups. TLS verification is always on.
+        public var caFile: String?
+        public var connectTimeout: Duration = .seconds(10)
+        /// Per request, from being handed to libcurl to the last byte of the answer.
+        public var requestTimeout: Duration = .seconds(30)
+        /// Requests in flight at once, per client. Keep it at or under the server's
+        /// SETTINGS_MAX_CONCURRENT_STREAMS (APNs ~1000, FCM ~100).
+        public var window: Int = 100
+        /// Connections per host. One is what APNs asks for; more only for throughput.
+        public var connectionsPerHost: Int = 1
+
+        public init(caFile: String? = nil, window: Int = 100) {
+            self.caFile = caFile
+            self.window = window
+        }
+    }
+
+    public let configuration: Configuration
+    private let multi: UnsafeMutableRawPointer
+    private var idle: [Transfer] = []
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var verifiedHTTP2 = false
+
+    /// Fails when libcurl was built without HTTP/2.
+    public init(_ configuration: Configuration) throws {
+        HTTP2Client.globalInit
+        guard let info = ccurl_version_info(), info.pointee.features & Int32(CCURL_VERSION_HTTP2) != 0 else {
+            throw HTTPTransportError(.notHTTP2, "this libcurl has no HTTP/2 support: install libcurl4-openssl-dev (libcurl 7.62 or later with nghttp2)")
+        }
+        guard let multi = curl_multi_init() else { throw HTTPTransportError(.connect, "curl_multi_init failed") }
+        self.multi = multi
+        self.configuration = configuration
+        ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CCURLPIPE_MULTIPLEX))
+        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
+        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.window)
+    }
+
+    deinit {
+        for transfer in active.values { curl_multi_remove_handle(multi, transfer.easy) }
+        active.removeAll()
+        idle.removeAll()
+        curl_multi_cleanup(multi)
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CCURL_GLOBAL_ALL)) }()
+
+    /// Sends every request `next` yields, keeping up to `window` in flight, and calls `completed`
+    /// for each as it finishes (in completion order). Returns when `next` has returned nil and
+    /// every request in flight has completed. `next` may return nil early to stop feeding.
+    public func run(next: () -> HTTPRequest?, completed: (HTTPRequest, Result<HTTPResponse, HTTPTransportError>) -> Void) {
+        var exhausted = false
+        while true {
+            while !exhausted && active.count < configuration.window {
+                guard let request = next() else { exhausted = true; break }
+                start(request)
+            }
+            if active.isEmpty { return }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let code = message.pointee.data.result
+                let key = easy
+                guard let transfer = active.removeValue(forKey: key) else { continue }
+                curl_multi_remove_handle(multi, easy)
+                let result = finish(transfer, code: code)
+                let request = transfer.request!
+                transfer.reset()
+                idle.append(transfer)
+                completed(request, result)
+            }
+            if !active.isEmpty && running > 0 {
+                var ready: Int32 = 0
+                curl_multi_poll(multi, nil, 0, 100, &ready)
+            }
+        }
+    }
+
+    /// Sends `requests` and returns their results in the same order.
+    public func send(_ requests: [HTTPRequest]) -> [Result<HTTPResponse, HTTPTransportError>] {
+        var results = [Result<HTTPResponse, HTTPTransportError>?](repeating: nil, count: requests.count)
+        var index = 0
+        run(next: {
+            guard index < requests.count else { return nil }
+            var request = requests[index]
+            request.tag = index
+            index += 1
+            return request
+        }, completed: { request, result in results[request.tag] = result })
+        return results.map { $0! }
+    }
+
+    private func start(_ request: HTTPRequest) {
+        let transfer = idle.popLast() ?? Transfer()
+        transfer.prepare(request, configuration: configuration)
+        active[transfer.easy] = transfer
+        curl_multi_add_handle(multi, transfer.easy)
+    }
+
+    private func finish(_ transfer: Transfer, code: CURLcode) -> Result<HTTPResponse, HTTPTransportError> {
+        guard code == CURLE_OK else {
+            let detail = transfer.errorText.isEmpty ? String(cString: curl_easy_strerror(code)) : transfer.errorText
+            let url = transfer.request?.url ?? "?"
+            switch code {
+            case CURLE_OPERATION_TIMEDOUT:
+                return .failure(HTTPTransportError(.timeout, "\(HTTP2Client.origin(url)): timed out: \(detail)"))
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION,
+                 CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+                return .failure(HTTPTransportError(.connect, "\(HTTP2Client.origin(url)): cannot connect: \(detail)"))
+            default:
+                return .failure(HTTPTransportError(.broken, "\(HTTP2Client.origin(url)): \(detail) (curl \(code.rawValue))"))
+            }
+        }
+        var version = 0
+        ccurl_easy_getinfo_long(transfer.easy, CURLINFO_HTTP_VERSION, &version)
+        if version != CURL_HTTP_VERSION_2_0 {
+            return .failure(HTTPTransportError(.notHTTP2, "\(HTTP2Client.origin(transfer.request?.url ?? "?")): the server answered without HTTP/2 (ALPN did not negotiate h2)"))
+        }
+        verifiedHTTP2 = true
+        var status = 0
+        ccurl_easy_getinfo_long(transfer.easy, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+    }
+
+    /// `https://host:port` of a URL, for messages (paths hold device tokens).
+    static func origin(_ url: String) -> String {
+        guard let components = URLComponents(string: url), let host = components.host else { return "?" }
+        return "\(components.scheme ?? "https")://\(host)" + (components.port.map { ":\($0)" } ?? "")
+    }
+}
+
+/// One pooled `CURL` easy handle and the buffers of its current request.
+final class Transfer {
+    let easy: UnsafeMutableRawPointer
+    var request: HTTPRequest?
+    var responseBody: [UInt8] = []
+    var responseHeaders: [(String, String)] = []
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    /// libcurl writes error details here during the transfer, so it must outlive every call: heap memory.
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    init() {
+        easy = curl_easy_init()!
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+
+    var errorText: String { String(cString: errorBuffer) }
+
+    func prepare(_ request: HTTPRequest, configuration: HTTP2Client.Configuration) {
+        self.request = request
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
+        ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+        ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
+        ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method)
+        if request.method == "POST" || !request.body.isEmpty {
+            ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            // COPYPOSTFIELDS copies the body: libcurl does not copy plain POSTFIELDS.
+            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            request.body.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    _ = ccurl_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, $0)
+                }
+            }
+        }
+        curl_slist_free_all(headerList)
+        headerList = nil
+        // libcurl adds "Expect: 100-continue" to large POSTs over HTTP/1.1; an empty value suppresses it.
+        for (name, value) in request.headers + [("expect", "")] {
+            headerList = curl_slist_append(headerList, value.isEmpty ? "\(name):" : "\(name): \(value)")
+        }
+        ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+        ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        ccurl_easy_setopt_write_function(easy) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+            }
+            return length
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        ccurl_easy_setopt_header_function(easy) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            let line = data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+            }
+            if line.hasPrefix("HTTP/") {
+                transfer.responseHeaders.removeAll() // a new response (after 100 Continue, or a retry)
+            } else if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                transfer.responseHeaders.append((name, value))
+            }
+            return length
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+    }
+
+    func reset() {
+        request = nil
+        responseBody.removeAll(keepingCapacity: true)
+        responseHeaders.removeAll(keepingCapacity: true)
+        errorBuffer[0] = 0
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}

@@ -1,0 +1,63 @@
+/// One HTTP request to send over HTTP/2.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// The caller's handle for this request (a delivery id, an index): handed back with the response.
+    public var tag: Int
+
+    public init(method: String = "POST", url: String, headers: [(String, String)], body: [UInt8], tag: Int = 0) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.tag = tag
+    }
+}
+
+/// A response as received.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Header names in lower case, in the order received.
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first header with this (case-insensitive) name.
+    public func header(_ name: String) -> String? {
+        let name = name.lowercased()
+        return headers.first { $0.0 == name }?.1
+    }
+
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A request that got no HTTP answer.
+public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// Could not connect, or TLS failed (including certificate verification).
+        case connect
+        /// The connect or request timeout passed.
+        case timeout
+        /// The server does not speak HTTP/2 (APNs refuses HTTP/1.1; so do we).
+        case notHTTP2
+        /// The connection broke mid-request (reset, GOAWAY, protocol error).
+        case broken
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
