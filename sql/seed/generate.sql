@@ -9,7 +9,7 @@
 --   ~50k coordinators (1 per 20 mentors, with coordinator_scopes) and 20 org_admins
 --   ~20M activities: ~8% of mentors none, most 5-40, a tail up to ~150, spread over the membership;
 --     ~30% of mentors have been quiet (coalesce(last activity, joined_at)) for more than 14 days
---   ~3% paused now, ~5% with a lifted pause; ~5% master switch off, ~5% inactivity category off
+--   ~3% paused now, ~5% with a lifted pause; ~5% master switch off, ~5% inactivity category off; ~1% deactivated
 --   device tokens: ~70% one, ~15% two, ~15% none (APNs production/sandbox and FCM), plus retired ones
 --   ~5% of mentors with an earlier inactivity reminder (and its sent deliveries)
 -- Activities go through the statement-level insert trigger, which maintains users.last_activity_logged_at
