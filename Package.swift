@@ -29,9 +29,11 @@ let package = Package(
             "CLibPQ",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Fast JSON text for output lines, jsonb values and push payloads.
+        .target(name: "JSONCoding"),
         // What every job shares: flags, run claiming, schema check, recording, dry-run plan, summary, exit codes.
         .target(name: "JobKit", dependencies: [
-            "Postgres",
+            "Postgres", "JSONCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -44,7 +46,7 @@ let package = Package(
         ]),
         // APNs and FCM: credentials and JWT signing, payloads, requests, outcome classification.
         .target(name: "Push", dependencies: [
-            "HTTP2",
+            "HTTP2", "JSONCoding",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),

@@ -6,14 +6,14 @@ import Postgres
 /// candidates in one streaming query, decide, record (or print the plan in a dry run), report.
 /// Returns the exit status; the last line on stdout is always the run's JSON summary.
 public enum JobRunner {
-    public static func run<S: Scenario>(_ scenario: S, options: JobOptions) -> ExitStatus {
+    public static func run<S: Scenario>(_ scenario: S, options: JobOptions, delivery: (any JobDelivery)? = nil) -> ExitStatus {
         let logger = JobLogging.logger(job: scenario.jobName, level: options.logLevel)
         let clock = ContinuousClock()
         let started = clock.now
         var summary = RunSummary(job: scenario.jobName, dryRun: options.dryRun, asOf: options.now?.date ?? Date())
         var writer: Connection? = nil
         do {
-            try execute(scenario, options: options, logger: logger, summary: &summary, writer: &writer)
+            try execute(scenario, options: options, delivery: delivery, logger: logger, summary: &summary, writer: &writer)
         } catch {
             let failure = classify(error)
             summary.outcome = "failed"
@@ -31,11 +31,12 @@ public enum JobRunner {
         return summary.exitStatus
     }
 
-    private static func execute<S: Scenario>(_ scenario: S, options: JobOptions, logger: Logger,
+    private static func execute<S: Scenario>(_ scenario: S, options: JobOptions, delivery: (any JobDelivery)?, logger: Logger,
                                              summary: inout RunSummary, writer: inout Connection?) throws {
         let now = summary.asOf
         let reader = try connect(options, name: scenario.jobName)
         try Schema.check(reader)
+        if !options.dryRun && !options.explain { try delivery?.prepare() }
 
         if !options.dryRun && !options.explain {
             let claimed: Bool = try reader.query("SELECT pg_try_advisory_lock(hashtext(\("mentor-push:job:" + scenario.jobName)))").first!.decode(0)
@@ -112,7 +113,18 @@ public enum JobRunner {
             summary.message = "\(invalid.count) organization(s) skipped for invalid \(scenario.key) settings (see the log)"
         }
         logger.info("\(summary.sentence)")
-        if let writer, let runID = summary.runID { finishRun(writer, runID: runID, summary: summary, logger: logger) }
+        if let writer, let runID = summary.runID {
+            if let delivery, summary.deliveries > 0, let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
+                summary.push = result.json
+                logger.info("\(result.sentence)")
+                if result.status != .ok && summary.exitStatus == .ok {
+                    summary.exitStatus = result.status
+                    summary.outcome = "partial"
+                    summary.message = result.sentence
+                }
+            }
+            finishRun(writer, runID: runID, summary: summary, logger: logger)
+        }
     }
 
     /// Opens a connection, turning libpq's failure into exit 69 with its message.
@@ -139,7 +151,7 @@ public enum JobRunner {
     }
 
     /// Maps any error to a message and an exit status.
-    static func classify(_ error: Error) -> JobFailure {
+    public static func classify(_ error: Error) -> JobFailure {
         switch error {
         case let failure as JobFailure:
             return failure

@@ -1,3 +1,4 @@
+import JSONCoding
 import Foundation
 import Postgres
 

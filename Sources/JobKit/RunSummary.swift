@@ -1,3 +1,4 @@
+import JSONCoding
 import Foundation
 import Postgres
 
@@ -18,6 +19,8 @@ public struct RunSummary: Sendable {
     public var duplicates = 0
     public var invalidOrganizations = 0
     public var message: String?
+    /// What delivery did right after recording (a JSON object), when push is configured.
+    public var push: String?
     public var exitStatus: ExitStatus = .ok
     public var durationMilliseconds = 0
 
@@ -45,6 +48,7 @@ public struct RunSummary: Sendable {
         writer.add("deliveries", deliveries)
         writer.add("duplicates", duplicates)
         writer.add("invalid_organizations", invalidOrganizations)
+        if let push { writer.add("push", json: push) }
         return writer.json
     }
 
@@ -70,6 +74,7 @@ public struct RunSummary: Sendable {
         writer.add("deliveries", deliveries)
         writer.add("duplicates", duplicates)
         writer.add("invalid_organizations", invalidOrganizations)
+        if let push { writer.add("push", json: push) }
         writer.add("duration_ms", durationMilliseconds)
         if let message { writer.add("message", message) }
         return writer.json

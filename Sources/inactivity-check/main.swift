@@ -1,4 +1,5 @@
 import ArgumentParser
+import Delivery
 import JobKit
 import Scenarios
 
@@ -11,9 +12,10 @@ struct InactivityCheckCommand: ParsableCommand {
         discussion: "Exit codes: 0 done (also nothing to do, or another run in progress), 64 bad flags, 65 bad data, 69 database unreachable, 70 bug, 75 statement timeout, 78 configuration or schema problem.")
 
     @OptionGroup var options: JobOptions
+    @OptionGroup(title: "Push providers (optional: without them deliveries wait for push-deliver)") var delivery: DeliveryOptions
 
     func run() throws {
-        let status = JobRunner.run(InactivityCheck(), options: options)
+        let status = JobRunner.run(InactivityCheck(), options: options, delivery: ScenarioDelivery(options: delivery))
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

@@ -1,1 +1,43 @@
-print("push-deliver")
+import ArgumentParser
+import Delivery
+import JobKit
+
+/// Sends every due delivery to APNs and FCM: new ones, retries, and rows a crashed run left.
+@main
+struct PushDeliverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push-deliver",
+        abstract: "Send every due push delivery (new, retries, left by a crashed run) to APNs and FCM over HTTP/2.",
+        discussion: "Many push-deliver processes may run at once against one database: each claims its own rows. Exit codes: 0 done, 64 bad flags, 69 database or provider unreachable, 70 bug, 78 configuration (missing or malformed key, broken credentials).")
+
+    @Flag(name: .long, help: "List what would be sent; send nothing, write nothing.")
+    var dryRun = false
+
+    @Option(name: .long, help: "Output format for --dry-run: text or json.")
+    var format: OutputFormat = .text
+
+    @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
+    var databaseURL: String?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds a claimed delivery stays invisible to other push-deliver processes; after a crash it is due again once this passes.", valueName: "seconds"))
+    var lease: Int = 300
+
+    @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
+    var statementTimeout: Int = 300
+
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
+    var logLevel: LogLevelOption = .info
+
+    @OptionGroup(title: "Push providers") var delivery: DeliveryOptions
+
+    func validate() throws {
+        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
+    }
+
+    func run() throws {
+        let status = DeliverRunner.run(.init(databaseURL: databaseURL, dryRun: dryRun, format: format, lease: lease,
+                                             statementTimeout: statementTimeout, logLevel: logLevel, delivery: delivery))
+        if status != .ok { throw ExitCode(status.rawValue) }
+    }
+}

@@ -7,12 +7,12 @@ import TestSupport
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let first = try Jobs.run("migrate", [], database: db)
         #expect(first.status == 0, "stderr: \(first.stderr)")
-        #expect(first.stdout.contains("applied 1 migration(s), 0 already applied"))
+        #expect(first.stdout.contains("applied 2 migration(s), 0 already applied"))
         let fixtures = try Fixtures(db)
         let before = try fixtures.fingerprint()
         let second = try Jobs.run("migrate", [], database: db)
         #expect(second.status == 0)
-        #expect(second.stdout.contains("applied 0 migration(s), 1 already applied"))
+        #expect(second.stdout.contains("applied 0 migration(s), 2 already applied"))
         #expect(try fixtures.fingerprint() == before)
     }
 
@@ -30,12 +30,14 @@ import TestSupport
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.copyItem(at: Paths.root.appendingPathComponent("sql/migrations/0001_foundation.sql"),
-                                         to: dir.appendingPathComponent("0001_foundation.sql"))
-        try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0002_broken.sql"), atomically: true, encoding: .utf8)
+        let source = Paths.root.appendingPathComponent("sql/migrations")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+        }
+        try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_broken.sql"), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
         #expect(result.status == 78)
-        #expect(result.stderr.contains("migration 0002_broken.sql failed and was rolled back"))
+        #expect(result.stderr.contains("migration 0999_broken.sql failed and was rolled back"))
         #expect(result.stderr.contains("42P01"))
         let exists: Bool = try db.connect().query("SELECT to_regclass('half_done') IS NOT NULL").first!.decode(0)
         #expect(!exists)

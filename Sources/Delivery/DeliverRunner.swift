@@ -1,0 +1,125 @@
+import Foundation
+import HTTP2
+import JobKit
+import JSONCoding
+import Logging
+import Postgres
+import Push
+
+/// The `push-deliver` job: drain every due delivery (new ones, retries, rows a crashed run left),
+/// or with `--dry-run` list what it would send.
+public enum DeliverRunner {
+    public struct Options: Sendable {
+        public var databaseURL: String?
+        public var dryRun: Bool
+        public var format: OutputFormat
+        public var lease: Int
+        public var statementTimeout: Int
+        public var logLevel: LogLevelOption
+        public var delivery: DeliveryOptions
+
+        public init(databaseURL: String?, dryRun: Bool, format: OutputFormat, lease: Int, statementTimeout: Int,
+                    logLevel: LogLevelOption, delivery: DeliveryOptions) {
+            self.databaseURL = databaseURL
+            self.dryRun = dryRun
+            self.format = format
+            self.lease = lease
+            self.statementTimeout = statementTimeout
+            self.logLevel = logLevel
+            self.delivery = delivery
+        }
+    }
+
+    public static func run(_ options: Options) -> ExitStatus {
+        let logger = JobLogging.logger(job: "push-deliver", level: options.logLevel)
+        let clock = ContinuousClock()
+        let started = clock.now
+        var summary = JSONWriter()
+        summary.add("job", "push-deliver")
+        var status = ExitStatus.ok
+        var outcome = "ok"
+        var details = ""
+        var message: String?
+        do {
+            let url = options.databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            let connection: Connection
+            do {
+                connection = try Connection(url: url, applicationName: "push-deliver", statementTimeout: .seconds(options.statementTimeout))
+            } catch {
+                throw JobFailure(.unavailable, "\(error)")
+            }
+            try Schema.check(connection)
+            let settings = try PushSettings.load(options.delivery)
+            if options.dryRun {
+                details = try plan(connection, settings: settings, format: options.format)
+            } else {
+                guard settings.isConfigured else {
+                    throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
+                }
+                let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
+                                          client: try HTTP2Client(settings.http), maxAttempts: settings.maxAttempts, logger: logger)
+                engine.lease = TimeInterval(options.lease)
+                let report = try engine.run(scope: .all)
+                logger.info("\(report.sentence)")
+                details = report.json
+                status = report.exitStatus
+                if status != .ok { outcome = "partial"; message = report.sentence }
+            }
+        } catch {
+            let failure = JobRunner.classify(error)
+            logger.error("\(failure.message)")
+            status = failure.status
+            outcome = "failed"
+            message = failure.message
+        }
+        summary.add("outcome", outcome)
+        summary.add("exit_code", Int(status.rawValue))
+        summary.add("dry_run", options.dryRun)
+        if !details.isEmpty { summary.add(options.dryRun ? "due" : "push", json: details) }
+        if let message { summary.add("message", message) }
+        let elapsed = clock.now - started
+        summary.add("duration_ms", Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
+        Output.line(summary.json)
+        Output.flush()
+        return status
+    }
+
+    /// Lists the due deliveries, read-only, and returns counts per provider as JSON.
+    static func plan(_ connection: Connection, settings: PushSettings, format: OutputFormat) throws -> String {
+        var counts: [String: Int] = [:]
+        try connection.transaction(.readOnly) {
+            try connection.stream("""
+                SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL
+                  FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
+                 WHERE d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()
+                 ORDER BY d.next_attempt_at, d.id
+                """) { row in
+                let provider: String = try row.decode(2)
+                let token = PushTarget.redact(try row.decode(3))
+                let environment = try row.decode(4, as: String?.self)
+                let title: String = try row.decode(5)
+                let expired = (try row.decode(6, as: Date?.self)).map { $0 <= Date() } ?? false
+                let retired: Bool = try row.decode(7)
+                let configured = (provider == "apns" && settings.apns != nil) || (provider == "fcm" && settings.fcm != nil)
+                let action = retired ? "settle (token retired)" : expired ? "expire" : configured ? "send" : "wait (provider not configured)"
+                counts[provider, default: 0] += 1
+                switch format {
+                case .text:
+                    Output.line("\(action.uppercased().prefix(6).padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(token)\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
+                case .json:
+                    var line = JSONWriter()
+                    line.add("delivery_id", try row.decode(0, as: Int.self))
+                    line.add("action", action)
+                    line.add("provider", provider)
+                    line.add("token", token)
+                    line.add("environment", environment)
+                    line.add("title", title)
+                    Output.line(line.json)
+                }
+            }
+        }
+        var writer = JSONWriter()
+        for (provider, n) in counts.sorted(by: { $0.key < $1.key }) { writer.add(provider, n) }
+        return writer.json
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+
+/// Push settings as flags. Each flag has an environment variable of the same meaning; the flag wins.
+public struct DeliveryOptions: ParsableArguments, Sendable {
+    @Option(name: .long, help: ArgumentHelp("APNs signing key (.p8). Env: APNS_KEY_FILE.", valueName: "path"))
+    public var apnsKeyFile: String?
+    @Option(name: .long, help: ArgumentHelp("APNs key id (10 characters). Env: APNS_KEY_ID.", valueName: "id"))
+    public var apnsKeyID: String?
+    @Option(name: .long, help: ArgumentHelp("Apple team id (10 characters). Env: APNS_TEAM_ID.", valueName: "id"))
+    public var apnsTeamID: String?
+    @Option(name: .long, help: ArgumentHelp("The app's bundle id, sent as apns-topic. Env: APNS_TOPIC.", valueName: "bundle-id"))
+    public var apnsTopic: String?
+    @Option(name: .long, help: ArgumentHelp("APNs production endpoint. Env: APNS_ENDPOINT. Default https://api.push.apple.com.", valueName: "url"))
+    public var apnsEndpoint: String?
+    @Option(name: .long, help: ArgumentHelp("APNs sandbox endpoint. Env: APNS_SANDBOX_ENDPOINT. Default https://api.sandbox.push.apple.com.", valueName: "url"))
+    public var apnsSandboxEndpoint: String?
+    @Option(name: .long, help: ArgumentHelp("FCM service-account JSON. Env: FCM_SERVICE_ACCOUNT_FILE, else GOOGLE_APPLICATION_CREDENTIALS.", valueName: "path"))
+    public var fcmServiceAccountFile: String?
+    @Option(name: .long, help: ArgumentHelp("FCM endpoint. Env: FCM_ENDPOINT. Default https://fcm.googleapis.com.", valueName: "url"))
+    public var fcmEndpoint: String?
+    @Option(name: .long, help: ArgumentHelp("Extra CA bundle (PEM) to trust, for private or test setups. Env: PUSH_CA_FILE.", valueName: "path"))
+    public var pushCAFile: String?
+    @Option(name: .long, help: ArgumentHelp("Requests in flight per connection. Env: PUSH_CONCURRENCY. Default 100.", valueName: "n"))
+    public var pushConcurrency: Int?
+    @Option(name: .long, help: ArgumentHelp("Attempts before a delivery is dead. Env: PUSH_MAX_ATTEMPTS. Default 8.", valueName: "n"))
+    public var pushMaxAttempts: Int?
+
+    public init() {}
+}

@@ -1,0 +1,42 @@
+import JSONCoding
+
+/// What one delivery run did, for the summary line and the log.
+public struct DeliveryReport: Sendable {
+    public var claimed = 0
+    public var sent = 0
+    public var retried = 0
+    public var failed = 0
+    public var dead = 0
+    public var expired = 0
+    public var tokensRetired = 0
+    /// Released unsent, without burning an attempt, because their provider's credentials are broken.
+    public var held = 0
+    /// Providers that stopped this run, with the reason (credentials or configuration).
+    public var brokenProviders: [String: String] = [:]
+    /// Providers that could not be reached to start with (the OAuth endpoint was down, say).
+    public var unavailableProviders: [String: String] = [:]
+
+    public init() {}
+
+    public var json: String {
+        var writer = JSONWriter()
+        writer.add("claimed", claimed)
+        writer.add("sent", sent)
+        writer.add("retried", retried)
+        writer.add("failed", failed)
+        writer.add("dead", dead)
+        writer.add("expired", expired)
+        writer.add("tokens_retired", tokensRetired)
+        writer.add("held", held)
+        if !brokenProviders.isEmpty { writer.add("broken_providers", strings: brokenProviders.keys.sorted()) }
+        return writer.json
+    }
+
+    public var sentence: String {
+        var text = "push: \(sent) sent, \(retried) to retry, \(failed) failed, \(dead) dead, \(expired) expired, \(tokensRetired) tokens retired"
+        if held > 0 { text += ", \(held) held back" }
+        for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
+        for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
+        return text
+    }
+}

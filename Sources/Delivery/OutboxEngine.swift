@@ -1,0 +1,222 @@
+import Foundation
+import HTTP2
+import JobKit
+import Logging
+import Postgres
+import Push
+
+/// The outbox engine: claims due deliveries in batches (`FOR UPDATE SKIP LOCKED`, then a lease on
+/// `next_attempt_at`), sends them over HTTP/2, and records each outcome as it completes, with an
+/// entry in the append-only `delivery_events`. Many engines on many hosts can drain one database:
+/// a claimed row is invisible to the others until its lease runs out, so a crash loses nothing
+/// and can repeat only what was in flight (each push carries a collapse id, so the device shows one).
+public final class OutboxEngine {
+    /// Which deliveries a run drains.
+    public enum Scope: Sendable {
+        case all
+        /// Only the deliveries of one job run's notifications (a scenario job delivering what it recorded).
+        case jobRun(Int)
+    }
+
+    let connection: Connection
+    let providers: [PushTarget.Provider: any PushProvider]
+    let client: HTTP2Client
+    let maxAttempts: Int
+    let logger: Logger
+    /// How long a claimed delivery stays invisible to other engines.
+    public var lease: TimeInterval = 300
+    public var batchSize: Int
+    /// Completed outcomes are written at least this often, so a crash repeats little.
+    public var flushEvery = 100
+    var backoff = Backoff()
+
+    public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
+                maxAttempts: Int, logger: Logger) {
+        self.connection = connection
+        self.providers = providers
+        self.client = client
+        self.maxAttempts = maxAttempts
+        self.logger = logger
+        self.batchSize = max(500, client.configuration.window * 10)
+    }
+
+    /// Sends everything due in `scope`, batch after batch, until nothing is due.
+    public func run(scope: Scope) throws -> DeliveryReport {
+        var report = DeliveryReport()
+        var usable = Set(providers.keys)
+        for (kind, provider) in providers {
+            do { try provider.prepare() } catch {
+                switch error.outcome {
+                case .credentialsBroken(let reason): report.brokenProviders[provider.name] = reason
+                default: report.unavailableProviders[provider.name] = "\(error.outcome)"
+                }
+                logger.error("\(provider.name): cannot send: \(report.brokenProviders[provider.name] ?? report.unavailableProviders[provider.name]!)")
+                usable.remove(kind)
+            }
+        }
+        while !usable.isEmpty {
+            let batch = try claim(scope: scope, providers: usable)
+            if batch.isEmpty { break }
+            report.claimed += batch.count
+            try send(batch, usable: &usable, report: &report)
+        }
+        return report
+    }
+
+    // MARK: - Claiming
+
+    struct Claimed {
+        var deliveryID: Int
+        var attempts: Int
+        var tokenID: Int
+        var tokenRetired: Bool
+        var message: PushMessage
+        var target: PushTarget
+    }
+
+    func claim(scope: Scope, providers: Set<PushTarget.Provider>) throws -> [Claimed] {
+        let kinds = PostgresArray(providers.map(\.rawValue).sorted())
+        let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
+        let rows = try connection.query("""
+            WITH due AS (
+                SELECT d.id FROM deliveries d
+                  JOIN device_tokens t ON t.id = d.device_token_id
+                  JOIN notifications n ON n.id = d.notification_id
+                 WHERE d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()
+                   AND t.provider = ANY(\(kinds)::text[])
+                   AND (\(runID)::bigint IS NULL OR n.job_run_id = \(runID)::bigint)
+                 ORDER BY d.next_attempt_at
+                 LIMIT \(batchSize)
+                 FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => \(lease)), updated_at = now()
+              FROM due, notifications n, device_tokens t
+             WHERE d.id = due.id AND n.id = d.notification_id AND t.id = d.device_token_id
+            RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
+                      n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
+                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL)
+            """)
+        return try rows.map { row in
+            let provider = PushTarget.Provider(rawValue: try row.decode(4))!
+            let environment = try row.decode(6, as: String?.self).flatMap(PushTarget.APNsEnvironment.init(rawValue:))
+            return Claimed(
+                deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
+                message: PushMessage(notificationID: try row.decode(7), category: try row.decode(8), title: try row.decode(9),
+                                     body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
+                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self)),
+                target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment))
+        }
+    }
+
+    /// The string members of a jsonb object, in key order (FCM's data takes strings only).
+    static func stringPairs(_ json: JSONValue) -> [(String, String)] {
+        guard let object = (try? json.object()) as? [String: Any] else { return [] }
+        return object.keys.sorted().compactMap { key in (object[key] as? String).map { (key, $0) } }
+    }
+
+    // MARK: - Sending
+
+    func send(_ batch: [Claimed], usable: inout Set<PushTarget.Provider>, report: inout DeliveryReport) throws {
+        let recorder = OutcomeRecorder(connection: connection)
+        var byID: [Int: Claimed] = [:]
+        var queue: [Claimed] = []
+        let now = Date()
+        for claimed in batch {
+            if claimed.tokenRetired {
+                recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
+                report.failed += 1
+            } else if let expiry = claimed.message.expiresAt, expiry <= now {
+                recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
+                report.expired += 1
+            } else {
+                byID[claimed.deliveryID] = claimed
+                queue.append(claimed)
+            }
+        }
+        var index = 0
+        var resend: [Claimed] = []
+        var resent = Set<Int>()
+        var failure: Error?
+        var live = usable
+
+        client.run(next: {
+            while failure == nil {
+                let claimed: Claimed
+                if !resend.isEmpty { claimed = resend.removeFirst() }
+                else if index < queue.count { claimed = queue[index]; index += 1 }
+                else { return nil }
+                guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider] else {
+                    recorder.release(claimed)
+                    report.held += 1
+                    continue
+                }
+                return provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
+            }
+            return nil
+        }, completed: { request, result in
+            guard let claimed = byID[request.tag], let provider = providers[claimed.target.provider] else { return }
+            let status = (try? result.get())?.status
+            var outcome = provider.classify(result)
+            if case .reauthenticate(let reason) = outcome {
+                if !resent.contains(claimed.deliveryID) && provider.refreshCredentials() {
+                    resent.insert(claimed.deliveryID)
+                    resend.append(claimed)
+                    logger.notice("\(provider.name): \(reason): fresh credentials, sending again")
+                    return
+                }
+                outcome = .credentialsBroken(reason: "\(reason), and fresh credentials did not cure it (check the key, the team/project and the clock)")
+            }
+            let attempt = claimed.attempts + 1
+            switch outcome {
+            case .delivered(let messageID):
+                recorder.settle(claimed, state: "sent", event: "sent", error: nil, status: status, messageID: messageID, attempts: attempt)
+                report.sent += 1
+            case .retry(let after, let reason):
+                if attempt >= maxAttempts {
+                    recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
+                    report.dead += 1
+                } else {
+                    let delay = after ?? backoff.delay(afterAttempt: attempt)
+                    recorder.settle(claimed, state: "retrying", event: "retried", error: reason, status: status, attempts: attempt,
+                                    nextAttempt: Date().addingTimeInterval(delay))
+                    report.retried += 1
+                }
+            case .tokenDead(let reason, let since):
+                recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status, attempts: attempt)
+                recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
+                report.failed += 1
+                logger.info("\(provider.name): token \(claimed.target.redacted) retired: \(reason)")
+            case .rejected(let reason):
+                recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)
+                report.dead += 1
+            case .credentialsBroken(let reason):
+                if live.contains(claimed.target.provider) {
+                    live.remove(claimed.target.provider)
+                    report.brokenProviders[provider.name] = reason
+                    logger.error("\(provider.name): stopping: \(reason)")
+                }
+                recorder.release(claimed)
+                report.held += 1
+            case .reauthenticate:
+                break // handled above
+            }
+            if recorder.pending >= flushEvery && failure == nil {
+                do { report.tokensRetired += try recorder.flush() } catch { failure = error }
+            }
+        })
+        usable = live
+        if let failure { throw failure }
+        report.tokensRetired += try recorder.flush()
+    }
+}
+
+/// Exponential backoff with full jitter: 30 s, 1 min, 2 min … capped at an hour.
+struct Backoff {
+    var base: TimeInterval = 30
+    var cap: TimeInterval = 3600
+
+    func delay(afterAttempt attempt: Int) -> TimeInterval {
+        let ceiling = min(cap, base * pow(2, Double(max(0, attempt - 1))))
+        return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTP2
+import JobKit
+import Push
+
+/// The push configuration of a run: which providers are set up, where they are, and how hard to
+/// push. Read from flags, then environment variables; anything missing or malformed is a
+/// `JobFailure(.config)` naming the variable and the file.
+public struct PushSettings {
+    public var apns: APNsCredentials?
+    public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
+    public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint
+    public var fcm: GoogleServiceAccount?
+    public var fcmEndpoint = FCMRequestBuilder.endpoint
+    public var http = HTTP2Client.Configuration()
+    public var maxAttempts = 8
+
+    /// True when at least one provider is configured.
+    public var isConfigured: Bool { apns != nil || fcm != nil }
+
+    public init() {}
+
+    /// Reads the settings. `environment` is the process environment unless a test passes its own.
+    public static func load(_ options: DeliveryOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PushSettings {
+        func value(_ flag: String?, _ name: String) -> String? {
+            if let flag, !flag.isEmpty { return flag }
+            if let env = environment[name], !env.isEmpty { return env }
+            return nil
+        }
+        var settings = PushSettings()
+
+        let apnsValues = [("APNS_KEY_FILE", value(options.apnsKeyFile, "APNS_KEY_FILE")), ("APNS_KEY_ID", value(options.apnsKeyID, "APNS_KEY_ID")),
+                          ("APNS_TEAM_ID", value(options.apnsTeamID, "APNS_TEAM_ID")), ("APNS_TOPIC", value(options.apnsTopic, "APNS_TOPIC"))]
+        let given = apnsValues.filter { $0.1 != nil }
+        if !given.isEmpty {
+            if let missing = apnsValues.first(where: { $0.1 == nil }) {
+                throw JobFailure(.config, "\(missing.0) is not set (APNs needs APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC together; \(given.map(\.0).joined(separator: ", ")) given)")
+            }
+            do {
+                settings.apns = try APNsCredentials(keyFile: apnsValues[0].1!, keyID: apnsValues[1].1!, teamID: apnsValues[2].1!, topic: apnsValues[3].1!)
+            } catch let error as PushConfigurationError {
+                throw JobFailure(.config, error.message)
+            }
+        }
+        settings.apnsEndpoint = try endpoint(value(options.apnsEndpoint, "APNS_ENDPOINT"), name: "APNS_ENDPOINT") ?? settings.apnsEndpoint
+        settings.apnsSandboxEndpoint = try endpoint(value(options.apnsSandboxEndpoint, "APNS_SANDBOX_ENDPOINT"), name: "APNS_SANDBOX_ENDPOINT") ?? settings.apnsSandboxEndpoint
+
+        let fcmSetting = options.fcmServiceAccountFile != nil || environment["FCM_SERVICE_ACCOUNT_FILE"].map({ !$0.isEmpty }) == true
+            ? "FCM_SERVICE_ACCOUNT_FILE" : "GOOGLE_APPLICATION_CREDENTIALS"
+        if let file = value(options.fcmServiceAccountFile, "FCM_SERVICE_ACCOUNT_FILE") ?? value(nil, "GOOGLE_APPLICATION_CREDENTIALS") {
+            do {
+                settings.fcm = try GoogleServiceAccount(file: file, setting: fcmSetting)
+            } catch let error as PushConfigurationError {
+                throw JobFailure(.config, error.message)
+            }
+        }
+        settings.fcmEndpoint = try endpoint(value(options.fcmEndpoint, "FCM_ENDPOINT"), name: "FCM_ENDPOINT") ?? settings.fcmEndpoint
+
+        if let ca = value(options.pushCAFile, "PUSH_CA_FILE") {
+            guard FileManager.default.isReadableFile(atPath: ca) else { throw JobFailure(.config, "PUSH_CA_FILE: no such file: \(ca)") }
+            settings.http.caFile = ca
+        }
+        if let text = options.pushConcurrency.map(String.init) ?? environment["PUSH_CONCURRENCY"], !text.isEmpty {
+            guard let n = Int(text), (1...1000).contains(n) else { throw JobFailure(.config, "PUSH_CONCURRENCY: must be a number from 1 to 1000, got \(text)") }
+            settings.http.window = n
+        }
+        if let text = options.pushMaxAttempts.map(String.init) ?? environment["PUSH_MAX_ATTEMPTS"], !text.isEmpty {
+            guard let n = Int(text), (1...100).contains(n) else { throw JobFailure(.config, "PUSH_MAX_ATTEMPTS: must be a number from 1 to 100, got \(text)") }
+            settings.maxAttempts = n
+        }
+        return settings
+    }
+
+    private static func endpoint(_ text: String?, name: String) throws -> String? {
+        guard let text else { return nil }
+        guard let url = URL(string: text), url.scheme == "https", url.host != nil else {
+            throw JobFailure(.config, "\(name): must be an https URL, got \(text)")
+        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    /// The providers these settings describe, ready to send.
+    public func providers(clock: @escaping () -> Date = Date.init) throws -> [PushTarget.Provider: any PushProvider] {
+        var providers: [PushTarget.Provider: any PushProvider] = [:]
+        if let apns {
+            providers[.apns] = APNsProvider(credentials: apns, productionEndpoint: apnsEndpoint, sandboxEndpoint: apnsSandboxEndpoint, clock: clock)
+        }
+        if let fcm {
+            providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock)
+        }
+        return providers
+    }
+}

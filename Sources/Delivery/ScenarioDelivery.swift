@@ -1,0 +1,41 @@
+import Foundation
+import HTTP2
+import JobKit
+import Logging
+import Postgres
+import Push
+
+/// Delivers a scenario job's new notifications right after it records them, when APNs or FCM is
+/// configured; otherwise they wait as pending deliveries for `push-deliver`.
+public final class ScenarioDelivery: JobDelivery {
+    let options: DeliveryOptions
+    private var settings: PushSettings?
+
+    public init(options: DeliveryOptions) {
+        self.options = options
+    }
+
+    public func prepare() throws {
+        settings = try PushSettings.load(options)
+    }
+
+    public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
+        guard let settings, settings.isConfigured else {
+            logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
+            return nil
+        }
+        let engine = OutboxEngine(connection: connection, providers: try settings.providers(), client: try HTTP2Client(settings.http),
+                                  maxAttempts: settings.maxAttempts, logger: logger)
+        let report = try engine.run(scope: .jobRun(runID))
+        return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus)
+    }
+}
+
+extension DeliveryReport {
+    /// 78 when a provider's credentials or configuration stopped it, 69 when one could not be reached.
+    public var exitStatus: ExitStatus {
+        if !brokenProviders.isEmpty { return .config }
+        if !unavailableProviders.isEmpty { return .unavailable }
+        return .ok
+    }
+}

@@ -1,0 +1,24 @@
+import Logging
+import Postgres
+
+/// Delivery of what a scenario job recorded, right after its commit (design step 5). JobKit only
+/// knows this shape; the Delivery module provides it, so scenario jobs stay thin.
+public protocol JobDelivery: AnyObject {
+    /// Checks the push configuration before anything is written: a broken one fails the run with 78.
+    func prepare() throws
+    /// Sends the deliveries of this run's notifications; nil when no provider is configured.
+    func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult?
+}
+
+/// What delivery did, as the run's summary shows it.
+public struct DeliveryResult: Sendable {
+    public var json: String
+    public var sentence: String
+    public var status: ExitStatus
+
+    public init(json: String, sentence: String, status: ExitStatus) {
+        self.json = json
+        self.sentence = sentence
+        self.status = status
+    }
+}

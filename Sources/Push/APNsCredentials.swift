@@ -1,0 +1,91 @@
+import Crypto
+import Foundation
+
+/// What APNs token authentication needs: the `.p8` signing key, its key id, the team id, and the
+/// app's bundle id (the `apns-topic`).
+public struct APNsCredentials: Sendable {
+    public var keyID: String
+    public var teamID: String
+    public var topic: String
+    let privateKey: P256.Signing.PrivateKey
+
+    /// Loads the key from a `.p8` file (PKCS#8 PEM, P-256). Errors name the setting and the file.
+    public init(keyFile: String, keyID: String, teamID: String, topic: String) throws {
+        guard FileManager.default.fileExists(atPath: keyFile) else {
+            throw PushConfigurationError("APNS_KEY_FILE: no such file: \(keyFile)")
+        }
+        guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+            throw PushConfigurationError("APNS_KEY_FILE: cannot read \(keyFile)")
+        }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try P256.Signing.PrivateKey(pemRepresentation: pem)
+        } catch {
+            throw PushConfigurationError("APNS_KEY_FILE: \(keyFile) is not a P-256 private key in PKCS#8 PEM (the .p8 file from Apple)")
+        }
+        try self.init(privateKey: key, keyID: keyID, teamID: teamID, topic: topic)
+    }
+
+    public init(privateKey: P256.Signing.PrivateKey, keyID: String, teamID: String, topic: String) throws {
+        guard keyID.count == 10, keyID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw PushConfigurationError("APNS_KEY_ID: must be the 10-character key id from Apple, got \(keyID.count) characters")
+        }
+        guard teamID.count == 10, teamID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw PushConfigurationError("APNS_TEAM_ID: must be the 10-character team id from Apple, got \(teamID.count) characters")
+        }
+        guard !topic.isEmpty, !topic.contains(where: { $0.isWhitespace }) else {
+            throw PushConfigurationError("APNS_TOPIC: must be the app's bundle id, e.g. no.likeperson.app")
+        }
+        self.privateKey = privateKey
+        self.keyID = keyID
+        self.teamID = teamID
+        self.topic = topic
+    }
+}
+
+/// Mints and caches the APNs provider token (an ES256 JWT), as Apple asks: reused for about 50
+/// minutes, refreshed on `ExpiredProviderToken`, and never more often than every 20 minutes
+/// (`TooManyProviderTokenUpdates`).
+public final class APNsTokenFactory {
+    public let credentials: APNsCredentials
+    /// Reuse a token this long before minting a new one.
+    public var lifetime: TimeInterval = 50 * 60
+    /// Never mint twice within this.
+    public var refreshFloor: TimeInterval = 20 * 60
+    private let clock: () -> Date
+    private var current: (token: String, issuedAt: Date)?
+    /// How many tokens this factory has minted (tests check that one is reused).
+    public private(set) var minted = 0
+
+    public init(credentials: APNsCredentials, clock: @escaping () -> Date = Date.init) {
+        self.credentials = credentials
+        self.clock = clock
+    }
+
+    /// The bearer token to send now.
+    public func token() -> String {
+        let now = clock()
+        if let current, now.timeIntervalSince(current.issuedAt) < lifetime { return current.token }
+        return mint(now)
+    }
+
+    /// After APNs answered `ExpiredProviderToken`: a fresh token if the floor allows one, else nil
+    /// (a token younger than 20 minutes called expired means the clock is off: a configuration problem).
+    public func refreshAfterExpiry() -> String? {
+        let now = clock()
+        if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
+        return mint(now)
+    }
+
+    private func mint(_ now: Date) -> String {
+        let header = #"{"alg":"ES256","kid":"\#(credentials.keyID)"}"#
+        let claims = #"{"iss":"\#(credentials.teamID)","iat":\#(Int(now.timeIntervalSince1970))}"#
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
+        // ES256 in a JWT is the raw 64-byte R‖S, not DER (RFC 7518 §3.4).
+        let signature = try! credentials.privateKey.signature(for: Data(signingInput.utf8)).rawRepresentation
+        let token = signingInput + "." + Base64URL.encode(signature)
+        current = (token, now)
+        minted += 1
+        return token
+    }
+}

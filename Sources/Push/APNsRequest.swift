@@ -1,0 +1,89 @@
+import Foundation
+import HTTP2
+import JSONCoding
+
+/// Builds APNs requests (`POST /3/device/<token>`) with their headers and a payload that always fits.
+public struct APNsRequestBuilder: Sendable {
+    public static let productionEndpoint = "https://api.push.apple.com"
+    public static let sandboxEndpoint = "https://api.sandbox.push.apple.com"
+    /// Apple's limit for alert pushes (VoIP allows 5120; we send none).
+    public static let maxPayloadBytes = 4096
+
+    public var topic: String
+    public var productionEndpoint: String
+    public var sandboxEndpoint: String
+
+    public init(topic: String, productionEndpoint: String = APNsRequestBuilder.productionEndpoint,
+                sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint) {
+        self.topic = topic
+        self.productionEndpoint = productionEndpoint
+        self.sandboxEndpoint = sandboxEndpoint
+    }
+
+    /// The request for one device. `authorization` is the current provider token.
+    public func request(_ message: PushMessage, target: PushTarget, authorization: String, tag: Int) -> HTTPRequest {
+        let endpoint = target.apnsEnvironment == .sandbox ? sandboxEndpoint : productionEndpoint
+        var headers: [(String, String)] = [
+            ("authorization", "bearer " + authorization),
+            ("apns-topic", topic),
+            ("apns-push-type", "alert"),
+            ("apns-priority", "10"),
+            ("apns-id", message.notificationID.uuidString.lowercased()),
+            ("apns-collapse-id", message.collapseID),
+            ("content-type", "application/json"),
+        ]
+        headers.append(("apns-expiration", message.expiresAt.map { String(max(0, Int($0.timeIntervalSince1970))) } ?? "0"))
+        return HTTPRequest(url: endpoint + "/3/device/" + target.token, headers: headers,
+                           body: Array(APNsRequestBuilder.payload(message).utf8), tag: tag)
+    }
+
+    /// The JSON payload, at most 4096 bytes: when too long, the body is shortened at a character
+    /// boundary (never inside an emoji or an escape) and ends with "…"; the JSON is never cut.
+    public static func payload(_ message: PushMessage) -> String {
+        let full = render(message, title: message.title, body: message.body)
+        if full.utf8.count <= maxPayloadBytes { return full }
+        var shortened = message
+        // Shorten the body first, then the title, each by binary search over whole characters.
+        for field in [\PushMessage.body, \PushMessage.title] {
+            let characters = Array(shortened[keyPath: field])
+            var low = 0, high = characters.count
+            while low < high {
+                let mid = (low + high + 1) / 2
+                var candidate = shortened
+                candidate[keyPath: field] = String(characters[..<mid]) + "…"
+                if render(candidate, title: candidate.title, body: candidate.body).utf8.count <= maxPayloadBytes { low = mid } else { high = mid - 1 }
+            }
+            shortened[keyPath: field] = low == characters.count ? String(characters) : String(characters[..<low]) + "…"
+            let text = render(shortened, title: shortened.title, body: shortened.body)
+            if text.utf8.count <= maxPayloadBytes { return text }
+        }
+        // Only the custom data can still be too big: send the alert without it.
+        shortened.data = []
+        return render(shortened, title: shortened.title, body: shortened.body)
+    }
+
+    private static func render(_ message: PushMessage, title: String, body: String) -> String {
+        var alert = JSONWriter()
+        alert.add("title", title)
+        alert.add("body", body)
+        var aps = JSONWriter()
+        aps.add("alert", json: alert.json)
+        aps.add("badge", message.badge)
+        aps.add("sound", sound(for: message.category))
+        aps.add("thread-id", message.category)
+        aps.add("category", message.category)
+        var root = JSONWriter()
+        root.add("aps", json: aps.json)
+        root.add("notification_id", message.notificationID.uuidString.lowercased())
+        for (key, value) in message.data where key != "aps" && key != "notification_id" { root.add(key, value) }
+        return root.json
+    }
+
+    /// The sound for a category: celebrations get their own, everything else the default.
+    static func sound(for category: String) -> String {
+        switch category {
+        case "milestone", "impact_summary", "honorarium": return "celebration.caf"
+        default: return "default"
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import HTTP2
+import JSONCoding
+
+/// Builds FCM HTTP v1 requests (`POST /v1/projects/{project}/messages:send`).
+public struct FCMRequestBuilder: Sendable {
+    public static let endpoint = "https://fcm.googleapis.com"
+    /// FCM's limit for a message to a token.
+    public static let maxMessageBytes = 4096
+
+    public var projectID: String
+    public var endpoint: String
+
+    public init(projectID: String, endpoint: String = FCMRequestBuilder.endpoint) {
+        self.projectID = projectID
+        self.endpoint = endpoint
+    }
+
+    public var url: String { endpoint + "/v1/projects/" + projectID + "/messages:send" }
+
+    /// The request for one device. `accessToken` is the current OAuth2 access token.
+    public func request(_ message: PushMessage, target: PushTarget, accessToken: String, now: Date, tag: Int) -> HTTPRequest {
+        HTTPRequest(url: url, headers: [
+            ("authorization", "Bearer " + accessToken),
+            ("content-type", "application/json; charset=utf-8"),
+        ], body: Array(body(message, token: target.token, now: now).utf8), tag: tag)
+    }
+
+    /// The JSON body; the notification body is shortened at a character boundary if the message
+    /// would pass 4096 bytes.
+    public func body(_ message: PushMessage, token: String, now: Date) -> String {
+        let full = render(message, token: token, now: now)
+        if full.utf8.count <= FCMRequestBuilder.maxMessageBytes { return full }
+        let characters = Array(message.body)
+        var low = 0, high = characters.count
+        while low < high {
+            let mid = (low + high + 1) / 2
+            var candidate = message
+            candidate.body = String(characters[..<mid]) + "…"
+            if render(candidate, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes { low = mid } else { high = mid - 1 }
+        }
+        var shortened = message
+        shortened.body = String(characters[..<low]) + "…"
+        return render(shortened, token: token, now: now)
+    }
+
+    private func render(_ message: PushMessage, token: String, now: Date) -> String {
+        var notification = JSONWriter()
+        notification.add("title", message.title)
+        notification.add("body", message.body)
+        var data = JSONWriter()
+        data.add("notification_id", message.notificationID.uuidString.lowercased())
+        data.add("category", message.category)
+        for (key, value) in message.data where key != "notification_id" && key != "category" { data.add(key, value) }
+        var androidNotification = JSONWriter()
+        androidNotification.add("channel_id", message.category)
+        androidNotification.add("notification_count", message.badge)
+        androidNotification.add("tag", message.collapseID)
+        var android = JSONWriter()
+        android.add("priority", "HIGH")
+        if let expiresAt = message.expiresAt {
+            android.add("ttl", String(min(2_419_200, max(0, Int(expiresAt.timeIntervalSince(now))))) + "s")
+        }
+        // The tag makes the device show one notification per inbox row (a resend replaces it); the
+        // collapse key keeps only the newest of a category while the device is offline.
+        android.add("collapse_key", message.category)
+        android.add("notification", json: androidNotification.json)
+        var body = JSONWriter()
+        body.add("token", token)
+        body.add("notification", json: notification.json)
+        body.add("data", json: data.json)
+        body.add("android", json: android.json)
+        var root = JSONWriter()
+        root.add("message", json: body.json)
+        return root.json
+    }
+}

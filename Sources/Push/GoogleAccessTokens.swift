@@ -1,0 +1,65 @@
+import Foundation
+import HTTP2
+
+/// OAuth2 access tokens for FCM from a service account (RFC 7523 JWT bearer grant), cached until
+/// shortly before they expire. Uses its own HTTP/2 client, so it can be called between sends.
+public final class GoogleAccessTokens {
+    public let account: GoogleServiceAccount
+    /// Refresh this long before expiry (google-auth uses about 3¾ minutes).
+    public var refreshMargin: TimeInterval = 5 * 60
+    private let client: HTTP2Client
+    private let clock: () -> Date
+    private var current: (token: String, expiresAt: Date)?
+    public private(set) var fetched = 0
+
+    public init(account: GoogleServiceAccount, http: HTTP2Client.Configuration, clock: @escaping () -> Date = Date.init) throws {
+        self.account = account
+        var configuration = http
+        configuration.window = 1
+        self.client = try HTTP2Client(configuration)
+        self.clock = clock
+    }
+
+    /// A valid access token, fetched if there is none or it is about to expire.
+    public func token() throws(PushOutcomeError) -> String {
+        if let current, current.expiresAt.timeIntervalSince(clock()) > refreshMargin { return current.token }
+        return try fetch()
+    }
+
+    /// Drops the cached token and fetches a new one (after FCM answered 401).
+    public func refresh() throws(PushOutcomeError) -> String {
+        current = nil
+        return try fetch()
+    }
+
+    private func fetch() throws(PushOutcomeError) -> String {
+        let now = clock()
+        let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + account.assertion(now: now)
+        let request = HTTPRequest(url: account.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8))
+        let result = client.send([request])[0]
+        fetched += 1
+        switch result {
+        case .failure(let error):
+            throw PushOutcomeError(.retry(after: nil, reason: "OAuth token endpoint: \(error.message)"))
+        case .success(let response):
+            let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+            guard response.status == 200 else {
+                let reason = "OAuth token endpoint answered \(response.status) \(json?["error"] as? String ?? ""): \(json?["error_description"] as? String ?? response.bodyText.prefix(200).description)"
+                if [408, 429, 500, 502, 503, 504].contains(response.status) { throw PushOutcomeError(.retry(after: RetryAfter.parse(response.header("retry-after")), reason: reason)) }
+                throw PushOutcomeError(.credentialsBroken(reason: reason + " (check the service-account file and the clock)"))
+            }
+            guard let token = json?["access_token"] as? String,
+                  let expiresIn = (json?["expires_in"] as? NSNumber)?.doubleValue ?? (json?["expires_in"] as? String).flatMap(Double.init) else {
+                throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer has no access_token or expires_in"))
+            }
+            current = (token, now.addingTimeInterval(expiresIn))
+            return token
+        }
+    }
+}
+
+/// An outcome thrown where a whole provider, not one message, is affected.
+public struct PushOutcomeError: Error, Sendable {
+    public var outcome: PushOutcome
+    public init(_ outcome: PushOutcome) { self.outcome = outcome }
+}

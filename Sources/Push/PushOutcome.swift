@@ -1,0 +1,132 @@
+import Foundation
+import HTTP2
+
+/// What a provider's answer means for a delivery. Every answer in the fact sheet maps to one of these.
+public enum PushOutcome: Sendable, Equatable {
+    /// Accepted by the provider; its message id (APNs `apns-id`, FCM `name`).
+    case delivered(messageID: String)
+    /// Try again later: after `after` seconds if the provider said (`Retry-After`), else with backoff.
+    case retry(after: TimeInterval?, reason: String)
+    /// The token will never work again: retire it. `since` is APNs's 410 timestamp, if given.
+    case tokenDead(reason: String, since: Date?)
+    /// The message itself was refused (payload, topic…): dead, no retry.
+    case rejected(reason: String)
+    /// Our credentials need refreshing (APNs `ExpiredProviderToken`, FCM 401): refresh, then resend once.
+    case reauthenticate(reason: String)
+    /// Credentials or configuration are broken: stop sending to this provider; burn no attempts.
+    case credentialsBroken(reason: String)
+}
+
+/// Maps APNs answers to outcomes (Apple's "Handling notification responses from APNs").
+public enum APNsOutcome {
+    public static func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error): return transport(error)
+        case .success(let r): response = r
+        }
+        if response.status == 200 {
+            return .delivered(messageID: response.header("apns-id") ?? "")
+        }
+        let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        let reason = json?["reason"] as? String ?? "HTTP \(response.status)"
+        let retryAfter = RetryAfter.parse(response.header("retry-after"))
+        switch (response.status, reason) {
+        case (410, _):
+            let since = (json?["timestamp"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) }
+            return .tokenDead(reason: reason, since: since)
+        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
+            return .tokenDead(reason: reason, since: nil)
+        case (400, "IdleTimeout"), (429, "TooManyRequests"), (500, _), (502, _), (503, _), (504, _):
+            return .retry(after: retryAfter, reason: reason)
+        case (403, "ExpiredProviderToken"):
+            return .reauthenticate(reason: reason)
+        case (403, _), (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"), (429, "TooManyProviderTokenUpdates"):
+            return .credentialsBroken(reason: reason)
+        case (400, _), (404, _), (405, _), (413, _):
+            return .rejected(reason: reason)
+        default:
+            return response.status >= 500 ? .retry(after: retryAfter, reason: reason) : .rejected(reason: reason)
+        }
+    }
+
+    static func transport(_ error: HTTPTransportError) -> PushOutcome {
+        switch error.kind {
+        case .notHTTP2: return .credentialsBroken(reason: error.message)
+        case .connect, .timeout, .broken: return .retry(after: nil, reason: error.message)
+        }
+    }
+}
+
+/// Maps FCM HTTP v1 answers to outcomes, by the `FcmError` detail first, then the status
+/// (what the Admin SDKs do), never by the HTTP status alone.
+public enum FCMOutcome {
+    public static func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error): return APNsOutcome.transport(error)
+        case .success(let r): response = r
+        }
+        let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        if response.status == 200 {
+            return .delivered(messageID: json?["name"] as? String ?? "")
+        }
+        let error = json?["error"] as? [String: Any]
+        let message = error?["message"] as? String ?? "HTTP \(response.status)"
+        let details = error?["details"] as? [[String: Any]] ?? []
+        let fcmCode = details.first { ($0["@type"] as? String)?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }?["errorCode"] as? String
+        let code = fcmCode ?? error?["status"] as? String ?? statusName(response.status)
+        let retryAfter = RetryAfter.parse(response.header("retry-after"))
+        let reason = fcmCode.map { "\($0): \(message)" } ?? "\(code): \(message)"
+        switch code {
+        case "UNREGISTERED":
+            return .tokenDead(reason: "UNREGISTERED", since: nil)
+        case "SENDER_ID_MISMATCH":
+            return .tokenDead(reason: "SENDER_ID_MISMATCH", since: nil)
+        case "INVALID_ARGUMENT":
+            // Only a complaint about the token itself retires it; anything else is our message's fault.
+            let aboutToken = message.localizedCaseInsensitiveContains("registration token")
+                || details.contains { (($0["fieldViolations"] as? [[String: Any]]) ?? []).contains { ($0["field"] as? String) == "message.token" } }
+            return aboutToken ? .tokenDead(reason: "INVALID_ARGUMENT: invalid registration token", since: nil) : .rejected(reason: reason)
+        case "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED":
+            // Google: back off at least a minute for message-rate quotas.
+            return .retry(after: max(retryAfter ?? 60, 60), reason: reason)
+        case "UNAVAILABLE", "INTERNAL":
+            return .retry(after: retryAfter, reason: reason)
+        case "UNAUTHENTICATED":
+            return .reauthenticate(reason: reason)
+        case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "PERMISSION_DENIED":
+            return .credentialsBroken(reason: reason)
+        default:
+            return response.status >= 500 ? .retry(after: retryAfter, reason: reason) : .rejected(reason: reason)
+        }
+    }
+
+    static func statusName(_ status: Int) -> String {
+        switch status {
+        case 400: return "INVALID_ARGUMENT"
+        case 401: return "UNAUTHENTICATED"
+        case 403: return "PERMISSION_DENIED"
+        case 404: return "NOT_FOUND"
+        case 409: return "CONFLICT"
+        case 429: return "RESOURCE_EXHAUSTED"
+        case 500: return "INTERNAL"
+        case 503: return "UNAVAILABLE"
+        default: return "HTTP \(status)"
+        }
+    }
+}
+
+/// `Retry-After`: delta seconds or an HTTP-date (RFC 9110 §10.2.3).
+public enum RetryAfter {
+    public static func parse(_ value: String?, now: Date = Date()) -> TimeInterval? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int(value) { return TimeInterval(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+}

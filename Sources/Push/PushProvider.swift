@@ -1,0 +1,81 @@
+import Foundation
+import HTTP2
+
+/// One push provider as the outbox engine sees it: turn a message into a request with current
+/// credentials, read the answer, and refresh credentials when the provider asks.
+public protocol PushProvider: AnyObject {
+    var name: String { get }
+    /// Gets what sending needs up front (FCM: an access token). Throws when the provider is unusable.
+    func prepare() throws(PushOutcomeError)
+    func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest
+    func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome
+    /// After `.reauthenticate`: true when fresh credentials were obtained and a resend makes sense.
+    func refreshCredentials() -> Bool
+}
+
+/// APNs with token authentication.
+public final class APNsProvider: PushProvider {
+    public let name = "apns"
+    public let tokens: APNsTokenFactory
+    public let builder: APNsRequestBuilder
+    private var authorization: String
+
+    public init(credentials: APNsCredentials, productionEndpoint: String = APNsRequestBuilder.productionEndpoint,
+                sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint, clock: @escaping () -> Date = Date.init) {
+        tokens = APNsTokenFactory(credentials: credentials, clock: clock)
+        builder = APNsRequestBuilder(topic: credentials.topic, productionEndpoint: productionEndpoint, sandboxEndpoint: sandboxEndpoint)
+        authorization = tokens.token()
+    }
+
+    public func prepare() throws(PushOutcomeError) {}
+
+    public func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest {
+        authorization = tokens.token()
+        return builder.request(message, target: target, authorization: authorization, tag: tag)
+    }
+
+    public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        APNsOutcome.classify(result)
+    }
+
+    public func refreshCredentials() -> Bool {
+        guard let fresh = tokens.refreshAfterExpiry() else { return false }
+        authorization = fresh
+        return true
+    }
+}
+
+/// FCM HTTP v1 with a service account.
+public final class FCMProvider: PushProvider {
+    public let name = "fcm"
+    public let builder: FCMRequestBuilder
+    public let accessTokens: GoogleAccessTokens
+    private let clock: () -> Date
+    private var accessToken: String?
+
+    public init(account: GoogleServiceAccount, endpoint: String = FCMRequestBuilder.endpoint, http: HTTP2Client.Configuration,
+                clock: @escaping () -> Date = Date.init) throws {
+        builder = FCMRequestBuilder(projectID: account.projectID, endpoint: endpoint)
+        accessTokens = try GoogleAccessTokens(account: account, http: http, clock: clock)
+        self.clock = clock
+    }
+
+    public func prepare() throws(PushOutcomeError) {
+        accessToken = try accessTokens.token()
+    }
+
+    public func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest {
+        if let fresh = try? accessTokens.token() { accessToken = fresh }
+        return builder.request(message, target: target, accessToken: accessToken ?? "", now: clock(), tag: tag)
+    }
+
+    public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        FCMOutcome.classify(result)
+    }
+
+    public func refreshCredentials() -> Bool {
+        guard let fresh = try? accessTokens.refresh() else { return false }
+        accessToken = fresh
+        return true
+    }
+}
