@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "inactivity-check", targets: ["inactivity-check"]),
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
+        .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -26,19 +27,19 @@ let package = Package(
 
         // The libpq wrapper: connections, parameterized queries, row decoding, transactions, errors.
         .target(name: "Postgres", dependencies: [
-            "CLibPQ",
+            "CLibPQ", "TextCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Fast JSON text for output lines, jsonb values and push payloads.
-        .target(name: "JSONCoding"),
+        // Fast text forms without Foundation formatters: JSON for output lines, jsonb values and push payloads; UUIDs.
+        .target(name: "TextCoding"),
         // What every job shares: flags, run claiming, schema check, recording, dry-run plan, summary, exit codes.
         .target(name: "JobKit", dependencies: [
-            "Postgres", "JSONCoding",
+            "Postgres", "TextCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // One file per scenario: its query, its decision, its message.
-        .target(name: "Scenarios", dependencies: ["JobKit", "Postgres"]),
+        .target(name: "Scenarios", dependencies: ["JobKit", "Postgres", "TextCoding"]),
         // The libcurl multi wrapper: many requests multiplexed over one HTTP/2 + TLS connection per host.
         .target(name: "HTTP2", dependencies: [
             "CCurl",
@@ -46,14 +47,14 @@ let package = Package(
         ]),
         // APNs and FCM: credentials and JWT signing, payloads, requests, outcome classification.
         .target(name: "Push", dependencies: [
-            "HTTP2", "JSONCoding",
+            "HTTP2", "TextCoding",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The outbox engine: claim due deliveries, send them, record each outcome.
         .target(name: "Delivery", dependencies: [
-            "Push", "Postgres", "JobKit",
+            "Push", "Postgres", "JobKit", "TextCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Local fake APNs, FCM and OAuth token servers: TLS + HTTP/2, validating and answering like the real ones.
@@ -62,6 +63,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -77,16 +79,27 @@ let package = Package(
         .executableTarget(name: "push-deliver", dependencies: [
             "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .executableTarget(name: "push-bench", dependencies: [
+            "Push", "HTTP2", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "fake-push", dependencies: [
             "FakePush", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         // Shared test support: the throwaway PostgreSQL cluster, per-test databases, fixtures, process runner.
-        .target(name: "TestSupport", dependencies: ["Postgres", "JobKit", "FakePush"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: [
+            "Postgres", "JobKit", "FakePush",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "JobTests", dependencies: ["JobKit", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "JobKit", "TestSupport"]),
-        .testTarget(name: "FakePushTests", dependencies: ["FakePush", "TestSupport"]),
+        .testTarget(name: "FakePushTests", dependencies: [
+            "FakePush", "TestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .testTarget(name: "PushTests", dependencies: ["Push", "HTTP2", "FakePush", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Push", "FakePush", "TestSupport", "push-deliver"]),
     ]

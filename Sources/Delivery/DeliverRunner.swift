@@ -1,7 +1,7 @@
 import Foundation
 import HTTP2
 import JobKit
-import JSONCoding
+import TextCoding
 import Logging
 import Postgres
 import Push

@@ -1,4 +1,4 @@
-import JSONCoding
+import TextCoding
 
 /// What one delivery run did, for the summary line and the log.
 public struct DeliveryReport: Sendable {

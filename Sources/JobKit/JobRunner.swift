@@ -57,6 +57,7 @@ public enum JobRunner {
         for failure in invalid { logger.error("\(failure.message) (this organization is skipped)") }
         summary.invalidOrganizations = invalid.count
         let query = scenario.candidateQuery(rules: rules, now: now)
+        logger.trace("candidate query (parameters not shown): \(query.sql)")
 
         if options.explain {
             try reader.transaction(.readOnly) {
@@ -82,10 +83,12 @@ public enum JobRunner {
         printer?.header(job: scenario.jobName, asOf: now)
 
         let rulesByOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
+        let streamStarted = ContinuousClock.now
+        defer { logger.debug("candidate query and decisions took \(ContinuousClock.now - streamStarted)") }
         try reader.transaction(.readOnly) {
             try reader.stream(query) { row in
-                let recipient = try Recipient(row: row)
-                guard let rule = rulesByOrganization[recipient.organizationID] else { return }
+                guard let rule = rulesByOrganization[try Recipient.organization(of: row)] else { return }
+                let recipient = try Recipient(row: row, rule: rule)
                 let decision: Decision
                 if !rule.enabled {
                     decision = .suppress(.organizationScenarioOff, detail: "\(rule.organizationName) has turned \(scenario.key) off")

@@ -1,4 +1,4 @@
-import JSONCoding
+import TextCoding
 import Foundation
 import Postgres
 
@@ -9,6 +9,11 @@ public struct OrganizationRule<Settings: Sendable>: Sendable {
     public var organizationName: String
     public var enabled: Bool
     public var settings: Settings
+    /// The organization's default locale and time zone, for users who set none.
+    public var defaultLocale: String
+    public var timeZone: String
+    /// `defaultLocale` resolved once.
+    public var defaultLanguage: Language { Language.resolve(nil, organizationDefault: defaultLocale) }
 }
 
 /// Reads one organization's merged settings object, with messages that name the organization and key.
@@ -19,7 +24,7 @@ public struct SettingsReader {
     let values: [String: JSONTree]
 
     func fail(_ key: String, _ expectation: String, found: JSONTree?) -> JobFailure {
-        JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.uuidString.lowercased())): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); fix its row in organization_scenario_rules")
+        JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); fix its row in organization_scenario_rules")
     }
 
     /// An integer setting within `range`.
@@ -87,7 +92,8 @@ enum RuleLoader {
         }
         let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
         let rows = try connection.query("""
-            SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text
+            SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
+                   o.default_locale, o.time_zone
               FROM organizations o
               JOIN scenario_defaults d ON d.scenario = \(scenario.key)
               LEFT JOIN organization_scenario_rules r ON r.organization_id = o.id AND r.scenario = d.scenario
@@ -107,13 +113,14 @@ enum RuleLoader {
             }
             do {
                 let settings = try scenario.settings(SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values))
-                rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings))
+                rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
+                                              defaultLocale: try row.decode(4), timeZone: try row.decode(5)))
             } catch let failure as JobFailure {
                 invalid.append(failure)
             }
         }
         if let missing = organizations.first(where: { !seen.contains($0) }) {
-            throw JobFailure(.usage, "--org \(missing.uuidString.lowercased()): no such organization")
+            throw JobFailure(.usage, "--org \(missing.lowercasedString): no such organization")
         }
         return (rules, invalid)
     }

@@ -1,4 +1,4 @@
-import JSONCoding
+import TextCoding
 import Foundation
 import Postgres
 
@@ -26,7 +26,7 @@ struct PlanPrinter {
     }
 
     private func printText(_ recipient: Recipient, organization: String, decision: Decision) {
-        let who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.uuidString.lowercased()), \(PlanPrinter.printable(organization)))"
+        let who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(PlanPrinter.printable(organization)))"
         switch decision {
         case .notify(let draft):
             let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
@@ -40,9 +40,9 @@ struct PlanPrinter {
 
     private func json(_ recipient: Recipient, organization: String, decision: Decision) -> String {
         var writer = JSONWriter()
-        writer.add("user_id", recipient.userID.uuidString.lowercased())
+        writer.add("user_id", recipient.userID.lowercasedString)
         writer.add("name", recipient.displayName)
-        writer.add("organization_id", recipient.organizationID.uuidString.lowercased())
+        writer.add("organization_id", recipient.organizationID.lowercasedString)
         writer.add("organization", organization)
         writer.add("language", recipient.language.rawValue)
         switch decision {
@@ -64,6 +64,9 @@ struct PlanPrinter {
 
     /// Text safe for a terminal: control characters (newlines, escape sequences) shown as `\u{…}`.
     static func printable(_ text: String) -> String {
+        // Fast path on bytes: C0 controls, DEL, and the C1 controls (UTF-8 lead byte 0xC2 followed by 0x80–0x9F).
+        let bytes = text.utf8
+        guard bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return text }
         guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {

@@ -1,4 +1,4 @@
-import JSONCoding
+import TextCoding
 import Foundation
 import Postgres
 

@@ -1,4 +1,4 @@
-import JSONCoding
+import TextCoding
 import Foundation
 import Postgres
 
@@ -6,9 +6,9 @@ import Postgres
 /// not. A scenario is one file of rules; `JobRunner` does everything else (flags, run claiming, rules,
 /// preferences, recording, the plan, the summary).
 ///
-/// The candidate query must select `Recipient.columns(for:)` first (from `users u` joined to
-/// `organizations o` and `LEFT JOIN push_notification_configs pc ON pc.user_id = u.id`), then the
-/// scenario's own columns from index `Recipient.columnCount` on.
+/// The candidate query must select `Recipient.columns(for:)` first (from `users u` and
+/// `LEFT JOIN push_notification_configs pc ON pc.user_id = u.id`), then the scenario's own columns
+/// from index `Recipient.columnCount` on. Organization defaults come from the rules, not the query.
 public protocol Scenario: Sendable {
     associatedtype Settings: Sendable
     associatedtype Candidate
@@ -67,32 +67,37 @@ public struct Recipient: Sendable {
     public var organizationID: UUID
     public var displayName: String
     public var language: Language
+    /// The user's IANA time zone, else the organization's.
     public var timeZone: String
     public var pushEnabled: Bool
     public var categoryEnabled: Bool
     public var activeDevices: Int
 
     /// How many columns `columns(for:)` selects.
-    public static let columnCount = 9
+    public static let columnCount = 8
 
     /// The select list every candidate query starts with.
     public static func columns(for category: NotificationCategory) -> Query {
         """
-        u.id, u.organization_id, u.display_name, u.locale, o.default_locale, coalesce(u.time_zone, o.time_zone),
+        u.id, u.organization_id, u.display_name, u.locale, u.time_zone,
         coalesce(pc.enabled, true), coalesce(\(sql: category.preferenceColumn), true),
         (SELECT count(*) FROM device_tokens dt WHERE dt.user_id = u.id AND dt.retired_at IS NULL)
         """
     }
 
-    init(row: Row) throws {
+    /// The organization this row belongs to, read before the rest of the row.
+    static func organization(of row: Row) throws -> UUID { try row.decode(1) }
+
+    init<S: Sendable>(row: Row, rule: OrganizationRule<S>) throws {
         userID = try row.decode(0)
-        organizationID = try row.decode(1)
+        organizationID = rule.organizationID
         displayName = try row.decode(2)
-        language = Language.resolve(try row.decode(3, as: String?.self), organizationDefault: try row.decode(4, as: String?.self))
-        timeZone = try row.decode(5)
-        pushEnabled = try row.decode(6)
-        categoryEnabled = try row.decode(7)
-        activeDevices = try row.decode(8)
+        let locale = try row.decode(3, as: String?.self)
+        language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale)
+        timeZone = try row.decode(4, as: String?.self) ?? rule.timeZone
+        pushEnabled = try row.decode(5)
+        categoryEnabled = try row.decode(6)
+        activeDevices = try row.decode(7)
     }
 }
 

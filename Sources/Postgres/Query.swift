@@ -1,4 +1,5 @@
 import Foundation
+import TextCoding
 
 /// A SQL statement with its parameters. Built by string interpolation, every interpolated value
 /// becomes a `$n` placeholder and travels separately from the text, so the unsafe way is the awkward
@@ -103,7 +104,7 @@ extension Int32: PostgresEncodable { public var postgresText: String? { String(s
 extension Int64: PostgresEncodable { public var postgresText: String? { String(self) } }
 extension Double: PostgresEncodable { public var postgresText: String? { String(self) } }
 extension Bool: PostgresEncodable { public var postgresText: String? { self ? "t" : "f" } }
-extension UUID: PostgresEncodable { public var postgresText: String? { uuidString.lowercased() } }
+extension UUID: PostgresEncodable { public var postgresText: String? { lowercasedString } }
 extension Date: PostgresEncodable { public var postgresText: String? { Timestamp.format(self) } }
 
 /// A PostgreSQL array parameter (`$1::text[]`, `$1::uuid[]`, …), for set-based statements that take

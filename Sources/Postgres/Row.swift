@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import TextCoding
 
 /// One row of a result, read in PostgreSQL's text format. A row from `Connection.query` keeps its
 /// result alive; a row handed to a `Connection.stream` callback is valid only inside that callback.
@@ -105,7 +106,7 @@ extension Bool: PostgresDecodable {
 
 extension UUID: PostgresDecodable {
     public init?(postgresText bytes: UnsafeBufferPointer<UInt8>) {
-        guard bytes.count == 36, let value = UUID(uuidString: String(decoding: bytes, as: UTF8.self)) else { return nil }
+        guard let value = UUID(textBytes: bytes) else { return nil }
         self = value
     }
     public static var postgresTypeName: String { "uuid" }

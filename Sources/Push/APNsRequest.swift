@@ -1,6 +1,6 @@
 import Foundation
 import HTTP2
-import JSONCoding
+import TextCoding
 
 /// Builds APNs requests (`POST /3/device/<token>`) with their headers and a payload that always fits.
 public struct APNsRequestBuilder: Sendable {
@@ -28,7 +28,7 @@ public struct APNsRequestBuilder: Sendable {
             ("apns-topic", topic),
             ("apns-push-type", "alert"),
             ("apns-priority", "10"),
-            ("apns-id", message.notificationID.uuidString.lowercased()),
+            ("apns-id", message.notificationID.lowercasedString),
             ("apns-collapse-id", message.collapseID),
             ("content-type", "application/json"),
         ]
@@ -74,7 +74,7 @@ public struct APNsRequestBuilder: Sendable {
         aps.add("category", message.category)
         var root = JSONWriter()
         root.add("aps", json: aps.json)
-        root.add("notification_id", message.notificationID.uuidString.lowercased())
+        root.add("notification_id", message.notificationID.lowercasedString)
         for (key, value) in message.data where key != "aps" && key != "notification_id" { root.add(key, value) }
         return root.json
     }

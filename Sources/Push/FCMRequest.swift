@@ -1,6 +1,6 @@
 import Foundation
 import HTTP2
-import JSONCoding
+import TextCoding
 
 /// Builds FCM HTTP v1 requests (`POST /v1/projects/{project}/messages:send`).
 public struct FCMRequestBuilder: Sendable {
@@ -49,7 +49,7 @@ public struct FCMRequestBuilder: Sendable {
         notification.add("title", message.title)
         notification.add("body", message.body)
         var data = JSONWriter()
-        data.add("notification_id", message.notificationID.uuidString.lowercased())
+        data.add("notification_id", message.notificationID.lowercasedString)
         data.add("category", message.category)
         for (key, value) in message.data where key != "notification_id" && key != "category" { data.add(key, value) }
         var androidNotification = JSONWriter()

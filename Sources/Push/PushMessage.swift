@@ -1,4 +1,5 @@
 import Foundation
+import TextCoding
 
 /// A notification as the providers should carry it: built from the inbox row, the same for APNs and FCM.
 public struct PushMessage: Sendable {
@@ -13,7 +14,7 @@ public struct PushMessage: Sendable {
     /// Drop the push after this instant (APNs `apns-expiration`, FCM `ttl`).
     public var expiresAt: Date?
     /// The device shows one notification per collapse id, so a resend after a crash shows once.
-    public var collapseID: String { notificationID.uuidString.lowercased() }
+    public var collapseID: String { notificationID.lowercasedString }
 
     public init(notificationID: UUID, category: String, title: String, body: String, data: [(String, String)], badge: Int, expiresAt: Date?) {
         self.notificationID = notificationID

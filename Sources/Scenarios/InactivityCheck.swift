@@ -1,4 +1,5 @@
 import Foundation
+import TextCoding
 import JobKit
 import Postgres
 
@@ -46,7 +47,6 @@ public struct InactivityCheck: Scenario {
                    u.last_activity_logged_at, u.joined_at, lift.lifted_at,
                    pause.starts_at, pause.ends_at, pause.reason, reminder.reminded_at
               FROM unnest(\(organizations)::uuid[], \(thresholds)::int[]) AS r(organization_id, threshold_days)
-              JOIN organizations o ON o.id = r.organization_id
               JOIN users u ON u.organization_id = r.organization_id
                           AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
                           AND coalesce(u.last_activity_logged_at, u.joined_at) <= \(now)::timestamptz - make_interval(days => r.threshold_days)
@@ -107,7 +107,7 @@ public struct InactivityCheck: Scenario {
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/activities/new")],
-            dedupeKey: "inactivity:\(recipient.userID.uuidString.lowercased()):\(Int(anchor.timeIntervalSince1970.rounded(.down)))",
+            dedupeKey: "inactivity:\(recipient.userID.lowercasedString):\(Int(anchor.timeIntervalSince1970.rounded(.down)))",
             expiresAt: now.addingTimeInterval(threshold),
             why: why))
     }

@@ -61,21 +61,28 @@ public final class Fixtures {
             """)
     }
 
+    /// A registered device token: APNs tokens are 64 hex characters, FCM tokens look like real registration tokens.
+    public struct Device: Sendable {
+        public var id: Int
+        public var token: String
+    }
+
     @discardableResult
-    public func device(_ user: UUID, provider: String = "apns", retired: Bool = false) throws -> Int {
+    public func device(_ user: UUID, provider: String = "apns", environment: String = "production", retired: Bool = false) throws -> Device {
         tokenCounter += 1
+        let random = (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
         let token: String
         switch provider {
-        case "apns": token = String(repeating: String(format: "%02x", tokenCounter % 256), count: 32)
-        default: token = "fcm\(tokenCounter):" + String(repeating: "A", count: 140)
+        case "apns": token = random
+        default: token = String(random.prefix(22)) + ":APA91b" + String(repeating: random, count: 3).prefix(134)
         }
-        return try connection.query("""
+        let id: Int = try connection.query("""
             INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id, retired_at, retired_reason)
-            VALUES (\(user), \(provider), \(token + "-" + user.uuidString.prefix(8).lowercased()),
-                    \(provider == "apns" ? "production" : nil), 'no.likeperson.app',
+            VALUES (\(user), \(provider), \(token), \(provider == "apns" ? environment : nil), 'no.likeperson.app',
                     \(retired ? daysAgo(1) : nil), \(retired ? "Unregistered" : nil))
             RETURNING id
             """).first!.decode(0)
+        return Device(id: id, token: token)
     }
 
     public func preferences(_ user: UUID, master: Bool = true, inactivity: Bool = true) throws {

@@ -10,8 +10,13 @@ public enum Jobs {
     }
 
     /// Runs inactivity-check as of `now`.
-    public static func inactivityCheck(_ database: TestDatabase, now: Date, _ extra: [String] = []) throws -> ProcessRunner.Result {
-        try run("inactivity-check", ["--now", iso(now)] + extra, database: database)
+    public static func inactivityCheck(_ database: TestDatabase, now: Date, _ extra: [String] = [], environment: [String: String] = [:]) throws -> ProcessRunner.Result {
+        try run("inactivity-check", ["--now", iso(now)] + extra, database: database, environment: environment)
+    }
+
+    /// Runs push-deliver against `database` with `environment` (usually a `PushEnvironment`'s variables).
+    public static func pushDeliver(_ database: TestDatabase, _ extra: [String] = [], environment: [String: String]) throws -> ProcessRunner.Result {
+        try run("push-deliver", extra, database: database, environment: environment)
     }
 
     public static func iso(_ date: Date) -> String {

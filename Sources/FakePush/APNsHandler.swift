@@ -1,0 +1,193 @@
+import Foundation
+
+/// The fake APNs provider API (token authentication), following Apple's documented checks in the order of
+/// the fact sheet §1.8: path and method, provider token, headers, body, then the token registry.
+extension FakePushCore {
+    private static let devicePathPrefix = "/3/device/"
+
+    func handleAPNs(_ request: FakeRequest) -> HandlerOutcome {
+        let connection = request.connection
+        let apnsID = connection.responseAPNsID(for: request)
+        func fail(_ status: Int, _ reason: String, issuedAt: Int64? = nil) -> HandlerOutcome {
+            HandlerOutcome(response: apnsError(status, reason, apnsID: apnsID), jwtIssuedAt: issuedAt)
+        }
+
+        // 1. Path and method.
+        let path = request.path
+        guard path.hasPrefix("/3/device") else { return fail(404, "BadPath") }
+        guard request.method == "POST" else { return fail(405, "MethodNotAllowed") }
+        if path == "/3/device" || path == Self.devicePathPrefix { return fail(400, "MissingDeviceToken") }
+        guard path.hasPrefix(Self.devicePathPrefix) else { return fail(404, "BadPath") }
+        let deviceToken = path.dropFirst(Self.devicePathPrefix.count)
+        guard !deviceToken.contains("/") else { return fail(404, "BadPath") }
+
+        // 2. Provider token.
+        let now = configuration.now()
+        guard let authorization = request.header("authorization") else { return fail(403, "MissingProviderToken") }
+        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return fail(403, "InvalidProviderToken")
+        }
+        let jwt = String(authorization.dropFirst(7))
+        let verified: APNsProviderToken
+        if let current = connection.apnsToken, current.token == jwt {
+            verified = current.verified
+        } else {
+            switch apnsVerifier.check(jwt) {
+            case .invalid(let issuedAt):
+                return fail(403, "InvalidProviderToken", issuedAt: issuedAt)
+            case .valid(let token):
+                verified = token
+            }
+        }
+        let issuedAt = verified.issuedAt
+        if now.timeIntervalSince1970 - Double(issuedAt) > configuration.providerTokenLifetime {
+            return fail(403, "ExpiredProviderToken", issuedAt: issuedAt)
+        }
+        if let current = connection.apnsToken {
+            if current.token != jwt {
+                // One team per connection; a new token no sooner than the refresh floor.
+                if current.verified.teamID != verified.teamID { return fail(403, "InvalidProviderToken", issuedAt: issuedAt) }
+                if now.timeIntervalSince(current.firstSeen) < configuration.tokenRefreshFloor {
+                    return fail(429, "TooManyProviderTokenUpdates", issuedAt: issuedAt)
+                }
+                connection.apnsToken = (jwt, verified, now)
+            }
+        } else {
+            connection.apnsToken = (jwt, verified, now)
+            connection.advertiseMaxConcurrentStreams(configuration.apnsMaxConcurrentStreams)
+        }
+
+        // 3. Headers, in Apple's order.
+        if let reason = apnsHeaderProblem(request) { return fail(400, reason, issuedAt: issuedAt) }
+        let pushType = request.header("apns-push-type") ?? "alert"
+
+        // 4. Body.
+        let size = request.body.readableBytes
+        if size == 0 { return fail(400, "PayloadEmpty", issuedAt: issuedAt) }
+        if size > (pushType == "voip" ? 5120 : 4096) { return fail(413, "PayloadTooLarge", issuedAt: issuedAt) }
+        let payload: JSONValue
+        do {
+            payload = try request.body.withUnsafeReadableBytes { try JSONParser.parse($0) }
+        } catch {
+            return fail(400, "BadPayload", issuedAt: issuedAt)  // fake-only strictness: APNs has no such reason
+        }
+        guard payload["aps"]?.isObject == true else { return fail(400, "BadPayload", issuedAt: issuedAt) }
+
+        // 5. The device token.
+        let state = registry.withLock { $0.isEmpty ? nil : $0[String(deviceToken)] }
+        switch state ?? defaultAPNsState(deviceToken) {
+        case .valid:
+            break
+        case .badDeviceToken, .otherEnvironment, .fcmInvalid:
+            return fail(400, "BadDeviceToken", issuedAt: issuedAt)
+        case .wrongTopic, .senderIDMismatch:
+            return fail(400, "DeviceTokenNotForTopic", issuedAt: issuedAt)
+        case .unregistered(let timestamp):
+            return HandlerOutcome(response: apnsError(410, "Unregistered", apnsID: apnsID, timestamp: timestamp),
+                                  jwtIssuedAt: issuedAt)
+        case .fcmUnregistered:
+            let timestamp = Int64(now.timeIntervalSince1970 * 1000)
+            return HandlerOutcome(response: apnsError(410, "Unregistered", apnsID: apnsID, timestamp: timestamp),
+                                  jwtIssuedAt: issuedAt)
+        case .expired:
+            return fail(410, "ExpiredToken", issuedAt: issuedAt)
+        case .throttled:
+            return fail(429, "TooManyRequests", issuedAt: issuedAt)
+        case .thirdPartyAuthError:
+            return fail(403, "InvalidProviderToken", issuedAt: issuedAt)
+        }
+
+        var headers = [("apns-id", apnsID)]
+        if configuration.apnsDevelopment { headers.append(("apns-unique-id", connection.makeUUID())) }
+        var outcome = HandlerOutcome(response: FakeResponse(status: 200, headers: headers), jwtIssuedAt: issuedAt)
+        if configuration.onAccepted != nil {
+            let alert = payload["aps"]?["alert"]
+            outcome.accepted = AcceptedPush(
+                provider: .apns, target: String(deviceToken), topic: request.header("apns-topic"),
+                title: alert?["title"]?.stringValue,
+                body: alert?.stringValue ?? alert?["body"]?.stringValue,
+                validateOnly: false)
+        }
+        return outcome
+    }
+
+    /// The registry's verdict for a token it does not list.
+    private func defaultAPNsState(_ token: Substring) -> TokenState {
+        guard TokenSyntax.isWellFormedAPNsToken(token) else { return .badDeviceToken }
+        return configuration.acceptUnknownTokens ? .valid : .badDeviceToken
+    }
+
+    /// The first header problem, as Apple's reason string, or nil.
+    private func apnsHeaderProblem(_ request: FakeRequest) -> String? {
+        var seen = Set<String>()
+        seen.reserveCapacity(request.headers.count)
+        for (name, _, _) in request.headers where !seen.insert(name).inserted { return "DuplicateHeaders" }
+
+        let pushType = request.header("apns-push-type")
+        if let pushType, configuration.apnsPushTypes[pushType] == nil { return "InvalidPushType" }
+        if let id = request.header("apns-id"), !UUIDText.isCanonical(id) { return "BadMessageId" }
+        if let expiration = request.header("apns-expiration"),
+           expiration.isEmpty || expiration.utf8.count > 19
+            || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            return "BadExpirationDate"
+        }
+        if let priority = request.header("apns-priority") {
+            guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
+            // Apple: "Using priority 10 is an error" for background pushes.
+            if priority == "10" && pushType == "background" { return "BadPriority" }
+        }
+        guard let topic = request.header("apns-topic") else { return "MissingTopic" }
+        if let problem = topicProblem(topic, pushType: pushType ?? "alert") { return problem }
+        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 { return "BadCollapseId" }
+        return nil
+    }
+
+    /// `BadTopic` for a malformed topic or one whose suffix does not fit the push type, `TopicDisallowed` for a
+    /// bundle ID the keys may not push to.
+    private func topicProblem(_ topic: String, pushType: String) -> String? {
+        let allowedCharacters = topic.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+        guard !topic.isEmpty, allowedCharacters else { return "BadTopic" }
+        let suffix = configuration.apnsPushTypes[pushType] ?? ""
+        if topic.hasSuffix(suffix), configuration.apnsTopics.contains(String(topic.dropLast(suffix.count))) {
+            return nil
+        }
+        // An allowed bundle ID with another push type's suffix (or none) is a bad topic for this push type.
+        for otherSuffix in Set(configuration.apnsPushTypes.values) where topic.hasSuffix(otherSuffix) {
+            if configuration.apnsTopics.contains(String(topic.dropLast(otherSuffix.count))) { return "BadTopic" }
+        }
+        return "TopicDisallowed"
+    }
+
+    /// An APNs error: `{"reason":"…"}` (plus `timestamp` for 410 Unregistered) and the `apns-id` header.
+    func apnsError(_ status: Int, _ reason: String, apnsID: String, timestamp: Int64? = nil) -> FakeResponse {
+        let body = timestamp.map { #"{"reason":"\#(reason)","timestamp":\#($0)}"# } ?? #"{"reason":"\#(reason)"}"#
+        return FakeResponse(status: status, headers: [("apns-id", apnsID)], body: body)
+    }
+
+    /// The APNs answer to an injected fault, or nil when the fault does not change the answer.
+    func apnsFaultResponse(_ fault: Fault, request: FakeRequest) -> FakeResponse? {
+        let apnsID = request.connection.responseAPNsID(for: request)
+        func withRetryAfter(_ response: FakeResponse, _ seconds: Int?) -> FakeResponse {
+            var response = response
+            if let seconds { response.headers.append(("retry-after", String(seconds))) }
+            return response
+        }
+        switch fault {
+        case .status500: return apnsError(500, "InternalServerError", apnsID: apnsID)
+        case .status503(let retryAfter): return withRetryAfter(apnsError(503, "ServiceUnavailable", apnsID: apnsID), retryAfter)
+        case .status503Until(let date):
+            var response = apnsError(503, "ServiceUnavailable", apnsID: apnsID)
+            response.headers.append(("retry-after", HTTPDate.format(date)))
+            return response
+        case .tooManyRequests(let retryAfter): return withRetryAfter(apnsError(429, "TooManyRequests", apnsID: apnsID), retryAfter)
+        case .payloadTooLarge: return apnsError(413, "PayloadTooLarge", apnsID: apnsID)
+        case .expiredProviderToken: return apnsError(403, "ExpiredProviderToken", apnsID: apnsID)
+        case .invalidProviderToken, .fcmThirdPartyAuth: return apnsError(403, "InvalidProviderToken", apnsID: apnsID)
+        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown: return nil
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// Per-connection state: the APNs provider token in use, the advertised stream limit, the last FCM bearer.
+///
+/// Only touched on the connection's event loop (HTTP/2 stream channels share their parent's loop), hence
+/// `@unchecked Sendable` without a lock.
+final class ConnectionContext: @unchecked Sendable {
+    /// Numbered from 1 in order of acceptance.
+    let id: Int
+    /// The TCP (HTTP/2 parent) channel.
+    let channel: Channel
+
+    /// The provider token this connection authenticated with and when the fake first saw it.
+    var apnsToken: (token: String, verified: APNsProviderToken, firstSeen: Date)?
+    /// The last FCM bearer that checked out, so the next request skips the shared table.
+    var fcmBearer: (token: String, expiresAt: Date, scope: String)?
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` as last advertised.
+    private(set) var advertisedMaxConcurrentStreams: Int
+    /// The highest stream ID answered so far (GOAWAY's last-stream-id).
+    var highestAnsweredStreamID = 0
+    private var random: SplitMix64
+
+    init(id: Int, channel: Channel, initialMaxConcurrentStreams: Int) {
+        self.id = id
+        self.channel = channel
+        self.advertisedMaxConcurrentStreams = initialMaxConcurrentStreams
+        self.random = SplitMix64(seed: UInt64.random(in: .min ... .max))
+    }
+
+    /// Advertises a new stream limit with a SETTINGS frame, if it differs from the current one.
+    func advertiseMaxConcurrentStreams(_ limit: Int) {
+        guard limit != advertisedMaxConcurrentStreams else { return }
+        advertisedMaxConcurrentStreams = limit
+        let settings = HTTP2Frame(streamID: .rootStream,
+                                  payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)])))
+        channel.writeAndFlush(settings, promise: nil)
+    }
+
+    /// Sends GOAWAY (NO_ERROR) naming `lastStreamID` and then closes the connection.
+    func goAway(lastStreamID: Int, debugData: String?) {
+        var opaque: ByteBuffer? = nil
+        if let debugData { opaque = channel.allocator.buffer(string: debugData) }
+        let frame = HTTP2Frame(streamID: .rootStream,
+                               payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: opaque))
+        let channel = self.channel
+        channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// A fresh lower-case version-4 UUID (APNs `apns-id`, `apns-unique-id`), cheaply.
+    func makeUUID() -> String {
+        let high = (random.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let low = (random.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        return UUIDText.format(high: high, low: low)
+    }
+
+    /// A random 64-bit number (message IDs).
+    func nextRandom() -> UInt64 { random.next() }
+
+    /// The `apns-id` to answer with: the request's when it is a well-formed UUID, else a new one.
+    func responseAPNsID(for request: FakeRequest) -> String {
+        if let id = request.header("apns-id"), UUIDText.isCanonical(id) { return id }
+        return makeUUID()
+    }
+}
+
+/// A small, fast, non-cryptographic generator (Steele, Lea, Flood 2014) for IDs that only need to be unique.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Canonical UUID text (`8-4-4-4-12` hex digits).
+enum UUIDText {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func format(high: UInt64, low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            var index = 0
+            func put(_ value: UInt64, digits: Int) {
+                for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                    buffer[index] = hexDigits[Int((value >> UInt64(shift)) & 0xF)]
+                    index += 1
+                }
+            }
+            func dash() { buffer[index] = UInt8(ascii: "-"); index += 1 }
+            put(high >> 32, digits: 8); dash()
+            put((high >> 16) & 0xFFFF, digits: 4); dash()
+            put(high & 0xFFFF, digits: 4); dash()
+            put(low >> 48, digits: 4); dash()
+            put(low & 0xFFFF_FFFF_FFFF, digits: 12)
+            return index
+        }
+    }
+
+    /// True for `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in hex of either case.
+    static func isCanonical(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        guard utf8.count == 36 else { return false }
+        for (index, byte) in utf8.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !((byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                        || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+                        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F"))) {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// Collects one HTTP/2 stream's request, asks the core for the answer and writes it.
+final class StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    /// Bodies beyond this are not kept (APNs allows 5 KB, FCM about 4 KB; the fake still answers).
+    private static let maximumKeptBody = 1 << 20
+
+    private let core: FakePushCore
+    private let connection: ConnectionContext
+    private var headers: HPACKHeaders?
+    private var body: ByteBuffer?
+    private var completed = false
+
+    init(core: FakePushCore, connection: ConnectionContext) {
+        self.core = core
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !completed else { return }
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            if headers == nil { headers = frame.headers }  // a second HEADERS block is trailers: ignored
+            if frame.endStream { complete(context: context) }
+        case .data(let frame):
+            if case .byteBuffer(var chunk) = frame.data {
+                if body == nil {
+                    body = chunk
+                } else if body!.readableBytes < Self.maximumKeptBody {
+                    body!.writeBuffer(&chunk)
+                }
+            }
+            if frame.endStream { complete(context: context) }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+
+    private func complete(context: ChannelHandlerContext) {
+        completed = true
+        guard let headers else { context.close(promise: nil); return }
+        let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) } ?? 0
+        let rawPath = headers.first(name: ":path") ?? ""
+        let path = rawPath.firstIndex(of: "?").map { String(rawPath[..<$0]) } ?? rawPath
+        let request = FakeRequest(
+            method: headers.first(name: ":method") ?? "",
+            path: path,
+            rawPath: rawPath,
+            headers: headers,
+            body: body ?? context.channel.allocator.buffer(capacity: 0),
+            streamID: streamID,
+            connection: connection,
+            receivedAt: core.configuration.now())
+
+        switch core.handle(request) {
+        case .drop:
+            connection.channel.close(promise: nil)
+        case .goAway(let debugData):
+            connection.goAway(lastStreamID: connection.highestAnsweredStreamID, debugData: debugData)
+        case .respond(let response, let delay, let afterwards):
+            let connection = self.connection
+            let finish = {
+                self.write(response, streamID: streamID, context: context)
+                if case .goAway(let debugData) = afterwards {
+                    connection.goAway(lastStreamID: streamID, debugData: debugData)
+                }
+            }
+            if let delay {
+                context.eventLoop.assumeIsolated().scheduleTask(in: delay, finish)
+            } else {
+                finish()
+            }
+        }
+    }
+
+    private func write(_ response: FakeResponse, streamID: Int, context: ChannelHandlerContext) {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(response.headers.count + 1)
+        headers.add(name: ":status", value: String(response.status))
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        if response.body.isEmpty {
+            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+            let buffer = context.channel.allocator.buffer(string: response.body)
+            context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        }
+        if streamID > connection.highestAnsweredStreamID { connection.highestAnsweredStreamID = streamID }
+    }
+}

@@ -1,0 +1,134 @@
+import ArgumentParser
+import FakePush
+import Foundation
+
+/// Runs the fake APNs + FCM + OAuth server for demos and benchmarks until SIGINT or SIGTERM.
+@main
+struct FakePushCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fake-push",
+        abstract: "A local fake APNs, FCM HTTP v1 and Google OAuth token server (TLS + HTTP/2 on one port).",
+        discussion: """
+            Routes POST /3/device/{token} (APNs), POST /v1/projects/{project}/messages:send (FCM) and \
+            POST /token (OAuth). Prints "listening on https://<host>:<port>" when ready. \
+            Configuration errors exit 78, a port that cannot be bound 69.
+            """)
+
+    @Option(help: "Address to bind.") var host = "127.0.0.1"
+    @Option(help: "Port to bind (0 picks a free one).") var port = 8443
+    @Option(help: "Server certificate chain (PEM).") var cert: String
+    @Option(help: "Server private key (PEM).") var key: String
+    @Option(name: .customLong("apns-key-id"), help: "APNs Key ID (the JWT's kid).") var apnsKeyID: String?
+    @Option(name: .customLong("apns-team-id"), help: "APNs Team ID (the JWT's iss).") var apnsTeamID: String?
+    @Option(name: .customLong("apns-public-key"), help: "APNs key: its public key PEM, or the .p8 itself.")
+    var apnsPublicKey: String?
+    @Option(name: .customLong("topic"), help: "Allowed bundle ID (repeatable).") var topics: [String] = []
+    @Option(name: .customLong("fcm-project"), help: "Firebase project ID.") var fcmProject = "demo-project"
+    @Option(help: "The service account's client_email.") var serviceAccountEmail: String?
+    @Option(help: "Service-account key: public key PEM, private key PEM, or the service-account JSON file.")
+    var serviceAccountPublicKey: String?
+    @Option(help: "Seconds an OAuth access token lives.") var oauthTokenLifetime = 3599
+    @Option(help: "Event-loop threads (default: one per core).") var threads: Int?
+    @Flag(help: "Answer unknown tokens 400 BadDeviceToken / 404 UNREGISTERED instead of accepting well-formed ones.")
+    var strictTokens = false
+    @Flag(name: .customLong("no-record"), help: "Count requests without keeping them (benchmarks).") var noRecord = false
+    @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
+    var printPushes = false
+
+    func run() throws {
+        let configuration: FakePushServer.Configuration
+        do {
+            configuration = try makeConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("fake-push: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        let server: FakePushServer
+        do {
+            server = try FakePushServer(configuration: configuration)
+            try server.start()
+        } catch let error as FakePushError {
+            FileHandle.standardError.write(Data("fake-push: \(error)\n".utf8))
+            if case .bindFailed = error { throw ExitCode(69) }
+            throw ExitCode(78)
+        }
+        FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
+
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+            source.setEventHandler {
+                server.stop()
+                FileHandle.standardError.write(Data(
+                    "fake-push: stopped after \(server.receivedCount) requests, \(server.acceptedCount) accepted\n".utf8))
+                Foundation.exit(0)
+            }
+            source.resume()
+            Self.signalSources.withLock { $0.append(source) }
+        }
+        dispatchMain()
+    }
+
+    /// Keeps the signal sources alive while `dispatchMain` runs.
+    private static let signalSources = NSLockedArray()
+
+    private func makeConfiguration() throws -> FakePushServer.Configuration {
+        var configuration = FakePushServer.Configuration(
+            certificateChainPEM: try read(cert, "--cert"), privateKeyPEM: try read(key, "--key"))
+        configuration.host = host
+        configuration.port = port
+        if let threads { configuration.threads = threads }
+
+        switch (apnsKeyID, apnsTeamID, apnsPublicKey) {
+        case let (keyID?, teamID?, path?):
+            let pem = try TestKeys.p256PublicKeyPEM(from: try read(path, "--apns-public-key"))
+            configuration.apnsKeys = [APNsKey(keyID: keyID, teamID: teamID, publicKeyPEM: pem)]
+        case (nil, nil, nil):
+            break
+        default:
+            throw ValidationError("--apns-key-id, --apns-team-id and --apns-public-key go together")
+        }
+        configuration.apnsTopics = Set(topics)
+
+        configuration.fcmProjectID = fcmProject
+        switch (serviceAccountEmail, serviceAccountPublicKey) {
+        case let (email?, path?):
+            configuration.serviceAccountEmail = email
+            configuration.serviceAccountPublicKeyPEM = try TestKeys.rsaPublicKeyPEM(
+                from: try read(path, "--service-account-public-key"))
+        case (nil, nil):
+            break
+        default:
+            throw ValidationError("--service-account-email and --service-account-public-key go together")
+        }
+        configuration.oauthTokenLifetime = oauthTokenLifetime
+        configuration.acceptUnknownTokens = !strictTokens
+        configuration.recordRequests = !noRecord
+        if printPushes {
+            configuration.onAccepted = { push in
+                FileHandle.standardOutput.write(Data((push.displayLine + "\n").utf8))
+            }
+        }
+        return configuration
+    }
+
+    private func read(_ path: String, _ flag: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ValidationError("\(flag): cannot read \(path)")
+        }
+    }
+}
+
+/// A lock-protected array of signal sources (they must outlive `run`).
+final class NSLockedArray: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let lock = NSLock()
+
+    func withLock(_ body: (inout [DispatchSourceSignal]) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        body(&sources)
+    }
+}

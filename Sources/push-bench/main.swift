@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import HTTP2
+import Push
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sends N pushes through our HTTP/2 client (payload building, provider token, libcurl multiplexing)
+/// to an endpoint, usually the local fake, and prints pushes per second and CPU seconds.
+@main
+struct PushBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push-bench",
+        abstract: "Benchmark: send N APNs or FCM pushes through the engine's client and print pushes/s and CPU seconds.")
+
+    @Option(help: "apns or fcm.") var provider: String = "apns"
+    @Option(help: "How many pushes.") var count: Int = 100_000
+    @Option(help: "Requests in flight.") var window: Int = 100
+    @Option(help: ArgumentHelp("Endpoint, e.g. https://127.0.0.1:8443.", valueName: "url")) var endpoint: String
+    @Option(help: ArgumentHelp("CA bundle to trust.", valueName: "path")) var caFile: String?
+    @Option(help: ArgumentHelp("APNs .p8 key.", valueName: "path")) var apnsKeyFile: String?
+    @Option var apnsKeyID: String = "ABC123DEFG"
+    @Option var apnsTeamID: String = "DEF123GHIJ"
+    @Option var apnsTopic: String = "no.likeperson.app"
+    @Option(help: ArgumentHelp("FCM service-account JSON.", valueName: "path")) var serviceAccountFile: String?
+
+    func run() throws {
+        var configuration = HTTP2Client.Configuration(caFile: caFile, window: window)
+        configuration.requestTimeout = .seconds(60)
+        let client = try HTTP2Client(configuration)
+        let pushProvider: any PushProvider
+        switch provider {
+        case "apns":
+            guard let apnsKeyFile else { throw ValidationError("--apns-key-file is required for apns") }
+            pushProvider = APNsProvider(credentials: try APNsCredentials(keyFile: apnsKeyFile, keyID: apnsKeyID, teamID: apnsTeamID, topic: apnsTopic),
+                                        productionEndpoint: endpoint, sandboxEndpoint: endpoint)
+        case "fcm":
+            guard let serviceAccountFile else { throw ValidationError("--service-account-file is required for fcm") }
+            pushProvider = try FCMProvider(account: GoogleServiceAccount(file: serviceAccountFile), endpoint: endpoint, http: configuration)
+        default:
+            throw ValidationError("--provider must be apns or fcm")
+        }
+        try pushProvider.prepare()
+        let kind: PushTarget.Provider = provider == "apns" ? .apns : .fcm
+        let cpuBefore = cpuSeconds()
+        let started = Date()
+        var next = 0
+        var ok = 0, failed = 0
+        var firstFailure: String?
+        client.run(next: {
+            guard next < count else { return nil }
+            defer { next += 1 }
+            let message = PushMessage(notificationID: UUID(), category: "inactivity", title: "Har du noe å registrere?",
+                                      body: "Hei Kari! Det er 20 dager siden du sist registrerte en aktivitet.",
+                                      data: [("route", "/activities/new")], badge: 1, expiresAt: Date().addingTimeInterval(86_400))
+            let token = kind == .apns ? String(format: "%064x", next + 1) : "bench\(next):APA91b" + String(repeating: "x", count: 134)
+            return pushProvider.request(message, target: PushTarget(provider: kind, token: token, apnsEnvironment: .production), tag: next)
+        }, completed: { _, result in
+            if case .success(let response) = result, response.status == 200 { ok += 1 } else {
+                failed += 1
+                if firstFailure == nil { firstFailure = "\(result)" }
+            }
+        })
+        let wall = Date().timeIntervalSince(started)
+        let cpu = cpuSeconds() - cpuBefore
+        print(String(format: "push-bench %@: %d ok, %d failed in %.3f s: %.0f pushes/s, %.3f CPU s (window %d)",
+                     provider, ok, failed, wall, Double(ok) / wall, cpu, window))
+        if let firstFailure { print("first failure: \(firstFailure.prefix(300))") }
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+    }
+}

@@ -1,0 +1,351 @@
+import FakePush
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// Delivery end to end: the built jobs send over real HTTP/2 + TLS (libcurl) to the local fake
+/// APNs/FCM/OAuth server, and the tests read what the fake received and what the outbox recorded.
+@Suite struct PushDeliverTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let push: PushEnvironment
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        push = try PushEnvironment()
+    }
+
+    /// Notifications with pending deliveries, made by inactivity-check without push configured.
+    func pendingNotifications(_ mentors: [(String, Int)]) throws -> [(user: UUID, devices: [Fixtures.Device])] {
+        let org = try f.organization("Org")
+        var made: [(UUID, [Fixtures.Device])] = []
+        for (name, devices) in mentors {
+            let user = try f.mentor(org, name, lastActivityDaysAgo: 20, devices: 0)
+            var list: [Fixtures.Device] = []
+            for i in 0..<devices { list.append(try f.device(user, provider: i % 2 == 0 ? "apns" : "fcm")) }
+            made.append((user, list))
+        }
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        return made
+    }
+
+    func states() throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try f.connection.query("SELECT state, count(*) FROM deliveries GROUP BY state") {
+            counts[try row.decode(0)] = try row.decode(1)
+        }
+        return counts
+    }
+
+    func delivery(token: String) throws -> (state: String, attempts: Int, error: String?, nextIn: Double, messageID: String?) {
+        let row = try #require(try f.connection.query("""
+            SELECT d.state, d.attempts, d.last_error, extract(epoch FROM d.next_attempt_at - now())::float8, d.provider_message_id
+              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id WHERE t.token = \(token)
+            """).first)
+        return (try row.decode(0), try row.decode(1), try row.decode(2, as: String?.self), try row.decode(3), try row.decode(4, as: String?.self))
+    }
+
+    func pushes(_ provider: FakePush.Provider) -> [RecordedRequest] {
+        push.server.requests().filter { $0.provider == provider }
+    }
+
+    @Test func inactivityCheckDeliversRightAfterItsCommit() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let iphone = try f.device(kari, provider: "apns")
+        let android = try f.device(kari, provider: "fcm")
+        let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 2)
+
+        let apns = try #require(pushes(.apns).first)
+        #expect(apns.deviceToken == iphone.token)
+        #expect(apns.header("apns-topic") == "no.likeperson.app")
+        #expect(apns.header("apns-push-type") == "alert")
+        let payload = try #require(apns.json as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect((aps["alert"] as? [String: Any])?["title"] as? String == "Har du noe å registrere?")
+        #expect(aps["badge"] as? Int == 1, "badge is the unread inbox count")
+        #expect(payload["route"] as? String == "/activities/new")
+        let notificationID = try #require(payload["notification_id"] as? String)
+        #expect(apns.header("apns-collapse-id") == notificationID)
+
+        let fcm = try #require(pushes(.fcm).first)
+        #expect(fcm.deviceToken == android.token)
+        let message = try #require((fcm.json as? [String: Any])?["message"] as? [String: Any])
+        #expect((message["notification"] as? [String: Any])?["title"] as? String == "Har du noe å registrere?")
+        #expect((message["data"] as? [String: Any])?["notification_id"] as? String == notificationID)
+        #expect(pushes(.oauth).count == 1, "one access token for the whole run")
+
+        #expect(try states() == ["sent": 2])
+        #expect(try delivery(token: iphone.token).messageID == notificationID)
+        #expect(try delivery(token: android.token).messageID?.hasPrefix("projects/demo-project/messages/") == true)
+        let events: Int = try f.connection.query("SELECT count(*) FROM delivery_events WHERE event = 'sent'").first!.decode(0)
+        #expect(events == 2)
+    }
+
+    @Test func pushDeliverDrainsPendingDeliveriesOverOneConnectionAndOnlyOnce() throws {
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 2) })
+        #expect(try states() == ["pending": 80])
+        let first = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        #expect(try states() == ["sent": 80])
+        let apns = pushes(.apns)
+        #expect(apns.count == 40)
+        #expect(Set(apns.map(\.connectionID)).count == 1, "multiplexed over one connection")
+        #expect(Set(apns.compactMap(\.jwtIssuedAt)).count == 1, "one provider token, reused")
+        let second = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(second.status == 0)
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == 80, "nothing is sent twice")
+    }
+
+    @Test(arguments: [
+        (TokenState.unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000), "apns", "Unregistered"),
+        (TokenState.badDeviceToken, "apns", "BadDeviceToken"),
+        (TokenState.fcmUnregistered, "fcm", "UNREGISTERED"),
+        (TokenState.senderIDMismatch, "fcm", "SENDER_ID_MISMATCH"),
+    ])
+    func aDeadTokenIsRetiredAndNeverSentToAgain(state: TokenState, provider: String, reason: String) throws {
+        let org = try f.organization("Org")
+        let user = try f.mentor(org, "Gone", lastActivityDaysAgo: 20, devices: 0)
+        let device = try f.device(user, provider: provider)
+        push.server.setToken(device.token, state)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        // A second notification for the same token, still pending when the token dies.
+        try f.connection.execute("""
+            WITH n AS (INSERT INTO notifications (user_id, category, title, body, dedupe_key) VALUES (\(user), 'inactivity', 't', 'b', 'extra') RETURNING id)
+            INSERT INTO deliveries (notification_id, device_token_id, next_attempt_at) SELECT id, \(device.id), now() + interval '1 hour' FROM n
+            """)
+
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let token = try #require(try f.connection.query("SELECT retired_at IS NOT NULL, retired_reason FROM device_tokens WHERE id = \(device.id)").first)
+        #expect(try token.decode(0, as: Bool.self))
+        #expect(try token.decode(1, as: String.self) == reason)
+        #expect(try states() == ["failed": 2], "this delivery and the token's other pending one are settled")
+
+        // Later runs never send to it again.
+        try f.connection.execute("UPDATE deliveries SET state = 'pending', next_attempt_at = now()")
+        let sentBefore = push.server.requests().filter { $0.provider != .oauth }.count
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == sentBefore)
+        #expect(try Jobs.inactivityCheck(db, now: f.now.addingTimeInterval(15 * 86_400)).status == 0)
+        let newDeliveries: Int = try f.connection.query("SELECT count(*) FROM deliveries WHERE created_at > now() - interval '1 minute' AND state = 'pending'").first!.decode(0)
+        #expect(newDeliveries == 0, "a new notification gets no delivery to a retired token")
+    }
+
+    @Test func aTokenReRegisteredAfterThe410TimestampIsKept() throws {
+        let org = try f.organization("Org")
+        let user = try f.mentor(org, "Back again", lastActivityDaysAgo: 20, devices: 0)
+        let device = try f.device(user, provider: "apns")
+        // APNs says the token stopped working long ago; the app has registered it again since.
+        push.server.setToken(device.token, .unregistered(timestampMilliseconds: 1_700_000_000_000))
+        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: push.variables).status == 0)
+        let retired: Bool = try f.connection.query("SELECT retired_at IS NOT NULL FROM device_tokens WHERE id = \(device.id)").first!.decode(0)
+        #expect(!retired)
+        #expect(try delivery(token: device.token).state == "failed")
+    }
+
+    @Test func retryAfterDecidesTheNextAttempt() throws {
+        let made = try pendingNotifications([("Busy", 1)])
+        push.server.inject(.status503(retryAfter: 120))
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0)
+        let d = try delivery(token: made[0].devices[0].token)
+        #expect(d.state == "retrying")
+        #expect(d.attempts == 1)
+        #expect(d.nextIn > 110 && d.nextIn <= 120)
+        #expect(d.error == "ServiceUnavailable")
+        let events: [String] = try f.connection.query("SELECT event FROM delivery_events ORDER BY id").map { try $0.decode(0) }
+        #expect(events == ["retried"])
+    }
+
+    @Test func withoutRetryAfterTheBackoffIsExponentialWithJitterThenDead() throws {
+        let made = try pendingNotifications([("Flaky", 1)])
+        let token = made[0].devices[0].token
+        var environment = push.variables
+        environment["PUSH_MAX_ATTEMPTS"] = "2"
+        push.server.inject(.status500, count: 2)
+        #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
+        let first = try delivery(token: token)
+        #expect(first.state == "retrying")
+        #expect(first.nextIn > 10 && first.nextIn <= 30)
+        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
+        let second = try delivery(token: token)
+        #expect(second.state == "dead")
+        #expect(second.attempts == 2)
+        #expect(second.error?.contains("gave up after 2 attempts") == true)
+    }
+
+    @Test func aRejectedMessageIsDeadWithoutRetry() throws {
+        let made = try pendingNotifications([("Big", 1)])
+        push.server.inject(.payloadTooLarge)
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        let d = try delivery(token: made[0].devices[0].token)
+        #expect(d.state == "dead")
+        #expect(d.error == "rejected: PayloadTooLarge")
+    }
+
+    @Test func brokenAPNsCredentialsExit78WithNoAttemptBurnedAndNothingSent() throws {
+        _ = try pendingNotifications([("A", 1), ("B", 1), ("C", 1)])
+        // A key the fake does not know: every provider token is InvalidProviderToken.
+        let other = TestCertificates.apnsKey()
+        let keyFile = push.directory.appendingPathComponent("other.p8").path
+        try other.pkcs8PEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        var environment = push.variables
+        environment["APNS_KEY_FILE"] = keyFile
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("InvalidProviderToken"))
+        #expect(try states() == ["pending": 3])
+        let attempts: Int = try f.connection.query("SELECT sum(attempts) FROM deliveries").first!.decode(0)
+        #expect(attempts == 0)
+        #expect(!pushes(.apns).isEmpty)
+        #expect(pushes(.apns).allSatisfy { $0.status == 403 }, "nothing was delivered")
+    }
+
+    @Test func expiredProviderTokenThatAFreshTokenCannotCureIsAConfigurationProblem() throws {
+        _ = try pendingNotifications([("A", 1)])
+        push.server.inject(.expiredProviderToken, count: 5)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("ExpiredProviderToken"))
+        #expect(try states() == ["pending": 1])
+    }
+
+    @Test func fcmThirdPartyAuthErrorStopsFCMWith78() throws {
+        _ = try pendingNotifications([("Android", 2)])
+        push.server.inject(.fcmThirdPartyAuth, count: 5)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("THIRD_PARTY_AUTH_ERROR"))
+        let states = try states()
+        #expect(states["sent"] == 1, "APNs is unaffected")
+        #expect(states["pending"] == 1, "the FCM delivery waits, no attempt burned")
+    }
+
+    @Test func aDeliveryPastItsExpiryIsMarkedExpiredNotSent() throws {
+        _ = try pendingNotifications([("Late", 1)])
+        try f.connection.execute("UPDATE notifications SET expires_at = now() - interval '1 minute'")
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(try states() == ["expired": 1])
+        #expect(pushes(.apns).isEmpty)
+    }
+
+    @Test func aDroppedConnectionIsRetriedAndSentOnTheNextRun() throws {
+        let made = try pendingNotifications([("Dropped", 1)])
+        push.server.inject(.dropConnection)
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(try delivery(token: made[0].devices[0].token).state == "retrying")
+        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(try delivery(token: made[0].devices[0].token).state == "sent")
+    }
+
+    @Test func dryRunListsWhatItWouldSendAndSendsNothing() throws {
+        let made = try pendingNotifications([("Kari", 2)])
+        let before = try f.fingerprint()
+        let result = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(result.status == 0)
+        #expect(try f.fingerprint() == before)
+        #expect(push.server.requests().isEmpty)
+        #expect(result.stdout.contains("SEND"))
+        #expect(result.stdout.contains("apns …\(made[0].devices[0].token.suffix(6))"))
+        #expect(!result.stdout.contains(made[0].devices[0].token))
+    }
+
+    @Test func missingOrMalformedConfigurationExits78NamingTheVariable() throws {
+        var environment = push.variables
+        environment.removeValue(forKey: "APNS_KEY_ID")
+        let missing = try Jobs.pushDeliver(db, environment: environment)
+        #expect(missing.status == 78)
+        #expect(missing.stderr.contains("APNS_KEY_ID is not set"))
+
+        environment = push.variables
+        environment["APNS_KEY_FILE"] = "/nonexistent/AuthKey.p8"
+        let noFile = try Jobs.pushDeliver(db, environment: environment)
+        #expect(noFile.status == 78)
+        #expect(noFile.stderr.contains("APNS_KEY_FILE: no such file: /nonexistent/AuthKey.p8"))
+
+        environment = push.variables
+        let broken = push.directory.appendingPathComponent("broken.json").path
+        try "{ not json".write(toFile: broken, atomically: true, encoding: .utf8)
+        environment["FCM_SERVICE_ACCOUNT_FILE"] = broken
+        let badJSON = try Jobs.pushDeliver(db, environment: environment)
+        #expect(badJSON.status == 78)
+        #expect(badJSON.stderr.contains("FCM_SERVICE_ACCOUNT_FILE: \(broken) is not a JSON object"))
+
+        let none = try Jobs.pushDeliver(db, environment: ["APNS_KEY_FILE": "", "APNS_KEY_ID": "", "APNS_TEAM_ID": "", "APNS_TOPIC": "", "FCM_SERVICE_ACCOUNT_FILE": "", "GOOGLE_APPLICATION_CREDENTIALS": ""])
+        #expect(none.status == 78)
+        #expect(none.stderr.contains("no push provider is configured"))
+    }
+
+    @Test func noKeyAndNoWholeTokenInAnyLogLine() throws {
+        let made = try pendingNotifications([("Kari", 2), ("Ola", 2)])
+        for device in made.flatMap(\.devices) { push.server.setToken(device.token, .badDeviceToken) }
+        let result = try Jobs.pushDeliver(db, ["--log-level", "trace"], environment: push.variables)
+        let output = result.stdout + result.stderr
+        #expect(output.contains("retired"))
+        for device in made.flatMap(\.devices) { #expect(!output.contains(device.token)) }
+        let keyLines = (push.apnsKeyPEM + push.serviceAccountPrivateKeyPEM).split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        for line in keyLines { #expect(!output.contains(line)) }
+        #expect(!output.contains("ya29."), "no access token")
+    }
+
+    @Test func fourConcurrentPushDeliverProcessesSendEachDeliveryExactlyOnce() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("""
+            WITH u AS (
+                INSERT INTO users (organization_id, role, display_name, joined_at)
+                SELECT \(org), 'peer_mentor', 'Mentor ' || g, now() - interval '100 days' FROM generate_series(1, 2000) g RETURNING id
+            ), t AS (
+                INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id)
+                SELECT id, 'apns', md5(id::text) || md5(id::text || 'x'), 'production', 'no.likeperson.app' FROM u RETURNING id, user_id
+            ), n AS (
+                INSERT INTO notifications (user_id, category, title, body, dedupe_key)
+                SELECT user_id, 'inactivity', 'Title', 'Body', 'bulk:' || user_id FROM t RETURNING id, user_id
+            )
+            INSERT INTO deliveries (notification_id, device_token_id) SELECT n.id, t.id FROM n JOIN t USING (user_id)
+            """)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "50"
+        let running = try (0..<4).map { _ in
+            try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        }
+        let results = try running.map { try $0.wait() }
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        #expect(try states() == ["sent": 2000])
+        let sent = pushes(.apns).filter { $0.status == 200 }
+        #expect(sent.count == 2000)
+        #expect(Set(sent.compactMap(\.deviceToken)).count == 2000, "no delivery sent twice")
+        let perProcess = results.compactMap { ($0.summary?["push"] as? [String: Any])?["sent"] as? Int }
+        #expect(perProcess.reduce(0, +) == 2000)
+    }
+
+    @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
+        _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 0.2), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "5"
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--lease", "2"], environment: environment)
+        // Let some pushes through, then kill it without warning.
+        let deadline = Date().addingTimeInterval(20)
+        while pushes(.apns).filter({ $0.status == 200 }).count < 10 && Date() < deadline { usleep(50_000) }
+        kill(running.pid, SIGKILL)
+        _ = try? running.wait()
+        let sentBeforeKill = try states()["sent"] ?? 0
+        #expect(sentBeforeKill < 60, "killed before it finished")
+
+        push.server.clearRecorded()
+        sleep(3) // the lease runs out
+        let again = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(try states() == ["sent": 60], "nothing lost")
+        // Only what was in flight at the kill can have gone out twice.
+        #expect(pushes(.apns).count <= 60 - sentBeforeKill + 5)
+    }
+}

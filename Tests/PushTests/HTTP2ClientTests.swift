@@ -1,0 +1,93 @@
+import FakePush
+import Foundation
+import HTTP2
+import Push
+import Testing
+import TestSupport
+
+/// The libcurl HTTP/2 client against the local TLS fake: real TLS, real ALPN, real multiplexing.
+@Suite struct HTTP2ClientTests {
+    let push: PushEnvironment
+
+    init() throws { push = try PushEnvironment() }
+
+    func apnsRequests(_ count: Int) throws -> [HTTPRequest] {
+        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
+        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL, sandboxEndpoint: push.server.baseURL)
+        return (0..<count).map { i in
+            let message = PushMessage(notificationID: UUID(), category: "inactivity", title: "T", body: "B \(i)", data: [], badge: 1, expiresAt: nil)
+            return provider.request(message, target: PushTarget(provider: .apns, token: String(format: "%064x", i + 1), apnsEnvironment: .production), tag: i)
+        }
+    }
+
+    @Test func manyRequestsAreMultiplexedOverOneTLSConnection() throws {
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 50))
+        let results = client.send(try apnsRequests(300))
+        let failures = results.filter { (try? $0.get().status) != 200 }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        let recorded = push.server.requests()
+        #expect(recorded.count == 300)
+        #expect(Set(recorded.map(\.connectionID)).count == 1)
+        // The connection is kept for the client's life: a second batch reuses it.
+        _ = client.send(try apnsRequests(10))
+        #expect(Set(push.server.requests().map(\.connectionID)).count == 1)
+    }
+
+    @Test func tlsVerificationIsAlwaysOn() throws {
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: nil))
+        let result = client.send(try apnsRequests(1))[0]
+        guard case .failure(let error) = result else {
+            Issue.record("a certificate from an unknown CA was accepted")
+            return
+        }
+        #expect(error.kind == .connect)
+        #expect(push.server.requests().isEmpty)
+    }
+
+    @Test func aHungAnswerTimesOutInsteadOfHangingTheJob() throws {
+        var configuration = HTTP2Client.Configuration(caFile: push.caFile)
+        configuration.requestTimeout = .milliseconds(500)
+        let client = try HTTP2Client(configuration)
+        push.server.inject(.slow(seconds: 5))
+        let started = Date()
+        let result = client.send(try apnsRequests(1))[0]
+        #expect(Date().timeIntervalSince(started) < 3)
+        guard case .failure(let error) = result else {
+            Issue.record("no timeout")
+            return
+        }
+        #expect(error.kind == .timeout)
+    }
+
+    @Test func aServerWithoutHTTP2IsRefusedClearly() throws {
+        // An HTTPS server that only speaks HTTP/1.1 (Python's), with the same test certificate.
+        let port = Int.random(in: 20_000...40_000)
+        let script = """
+        import http.server, ssl, sys
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.send_response(200); self.send_header('content-length', '0'); self.end_headers()
+            def log_message(self, *a): pass
+        s = http.server.HTTPServer(('127.0.0.1', \(port)), H)
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])
+        c.set_alpn_protocols(['http/1.1'])
+        s.socket = c.wrap_socket(s.socket, server_side=True)
+        s.timeout = 10
+        s.handle_request()
+        """
+        let dir = push.directory
+        try push.server.configuration.certificateChainPEM.write(to: dir.appendingPathComponent("h1.pem"), atomically: true, encoding: .utf8)
+        try push.server.configuration.privateKeyPEM.write(to: dir.appendingPathComponent("h1.key"), atomically: true, encoding: .utf8)
+        let server = try ProcessRunner.start("/usr/bin/env", ["python3", "-c", script, dir.appendingPathComponent("h1.pem").path, dir.appendingPathComponent("h1.key").path])
+        defer { kill(server.pid, SIGKILL); _ = try? server.wait() }
+        usleep(500_000)
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile))
+        let request = HTTPRequest(url: "https://127.0.0.1:\(port)/3/device/abcd", headers: [], body: Array("{}".utf8))
+        guard case .failure(let error) = client.send([request])[0] else {
+            Issue.record("HTTP/1.1 was accepted")
+            return
+        }
+        #expect(error.kind == .notHTTP2)
+        #expect(error.message.contains("without HTTP/2"))
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import HTTP2
+import Push
+import Testing
+
+/// Every provider answer in the fact sheet maps to the action Apple and Google ask for.
+@Suite struct OutcomeTests {
+    func apns(_ status: Int, _ body: String = "", headers: [(String, String)] = []) -> PushOutcome {
+        APNsOutcome.classify(.success(HTTPResponse(status: status, headers: headers, body: Array(body.utf8))))
+    }
+
+    func fcm(_ status: Int, _ body: String, headers: [(String, String)] = []) -> PushOutcome {
+        FCMOutcome.classify(.success(HTTPResponse(status: status, headers: headers, body: Array(body.utf8))))
+    }
+
+    func kind(_ outcome: PushOutcome) -> String {
+        switch outcome {
+        case .delivered: return "delivered"
+        case .retry: return "retry"
+        case .tokenDead: return "tokenDead"
+        case .rejected: return "rejected"
+        case .reauthenticate: return "reauthenticate"
+        case .credentialsBroken: return "credentialsBroken"
+        }
+    }
+
+    @Test(arguments: [
+        (200, "", "delivered"),
+        (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, "tokenDead"),
+        (410, #"{"reason":"ExpiredToken"}"#, "tokenDead"),
+        (400, #"{"reason":"BadDeviceToken"}"#, "tokenDead"),
+        (400, #"{"reason":"DeviceTokenNotForTopic"}"#, "tokenDead"),
+        (400, #"{"reason":"BadCollapseId"}"#, "rejected"),
+        (400, #"{"reason":"BadExpirationDate"}"#, "rejected"),
+        (400, #"{"reason":"BadMessageId"}"#, "rejected"),
+        (400, #"{"reason":"BadPriority"}"#, "rejected"),
+        (400, #"{"reason":"DuplicateHeaders"}"#, "rejected"),
+        (400, #"{"reason":"InvalidPushType"}"#, "rejected"),
+        (400, #"{"reason":"MissingDeviceToken"}"#, "rejected"),
+        (400, #"{"reason":"PayloadEmpty"}"#, "rejected"),
+        (400, #"{"reason":"IdleTimeout"}"#, "retry"),
+        (400, #"{"reason":"BadTopic"}"#, "credentialsBroken"),
+        (400, #"{"reason":"TopicDisallowed"}"#, "credentialsBroken"),
+        (400, #"{"reason":"MissingTopic"}"#, "credentialsBroken"),
+        (403, #"{"reason":"ExpiredProviderToken"}"#, "reauthenticate"),
+        (403, #"{"reason":"InvalidProviderToken"}"#, "credentialsBroken"),
+        (403, #"{"reason":"MissingProviderToken"}"#, "credentialsBroken"),
+        (403, #"{"reason":"Forbidden"}"#, "credentialsBroken"),
+        (403, #"{"reason":"BadEnvironmentKeyInToken"}"#, "credentialsBroken"),
+        (404, #"{"reason":"BadPath"}"#, "rejected"),
+        (405, #"{"reason":"MethodNotAllowed"}"#, "rejected"),
+        (413, #"{"reason":"PayloadTooLarge"}"#, "rejected"),
+        (429, #"{"reason":"TooManyRequests"}"#, "retry"),
+        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, "credentialsBroken"),
+        (500, #"{"reason":"InternalServerError"}"#, "retry"),
+        (503, #"{"reason":"ServiceUnavailable"}"#, "retry"),
+        (503, #"{"reason":"Shutdown"}"#, "retry"),
+    ])
+    func apnsAnswers(status: Int, body: String, expected: String) {
+        #expect(kind(apns(status, body)) == expected)
+    }
+
+    @Test func apns410CarriesTheTimestampAndSuccessTheApnsID() {
+        guard case .tokenDead(_, let since?) = apns(410, #"{"reason":"Unregistered","timestamp":1700000000000}"#) else {
+            Issue.record("no timestamp")
+            return
+        }
+        #expect(since == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(apns(200, headers: [("apns-id", "abc")]) == .delivered(messageID: "abc"))
+    }
+
+    static func googleError(_ code: Int, _ status: String, _ fcm: String?, message: String = "m") -> String {
+        let detail = fcm.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
+        return #"{"error":{"code":\#(code),"message":"\#(message)","status":"\#(status)"\#(detail)}}"#
+    }
+
+    @Test(arguments: [
+        (404, googleError(404, "NOT_FOUND", "UNREGISTERED"), "tokenDead"),
+        (403, googleError(403, "PERMISSION_DENIED", "SENDER_ID_MISMATCH"), "tokenDead"),
+        (400, googleError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token"), "tokenDead"),
+        (400, googleError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message: "Message is too big"), "rejected"),
+        (400, googleError(400, "INVALID_ARGUMENT", nil, message: "Invalid value at 'message.data[0].value' (TYPE_STRING), 12"), "rejected"),
+        (429, googleError(429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), "retry"),
+        (503, googleError(503, "UNAVAILABLE", "UNAVAILABLE"), "retry"),
+        (500, googleError(500, "INTERNAL", "INTERNAL"), "retry"),
+        (401, googleError(401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR"), "credentialsBroken"),
+        (401, googleError(401, "UNAUTHENTICATED", nil), "reauthenticate"),
+        (403, googleError(403, "PERMISSION_DENIED", nil, message: "Permission 'cloudmessaging.messages.create' denied"), "credentialsBroken"),
+        // The detail decides, not the status: UNREGISTERED paired with another status is still a dead token.
+        (400, googleError(400, "INVALID_ARGUMENT", "UNREGISTERED"), "tokenDead"),
+        (502, "<html>bad gateway</html>", "retry"),
+    ])
+    func fcmAnswersByDetailNotStatus(status: Int, body: String, expected: String) {
+        #expect(kind(fcm(status, body)) == expected)
+    }
+
+    @Test func fcmSuccessKeepsTheMessageName() {
+        #expect(fcm(200, #"{"name":"projects/p/messages/123"}"#) == .delivered(messageID: "projects/p/messages/123"))
+    }
+
+    @Test func retryAfterHonoursSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(RetryAfter.parse("120", now: now) == 120)
+        #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:15:20 GMT", now: now) == 120)
+        #expect(RetryAfter.parse("soon", now: now) == nil)
+        guard case .retry(let after, _) = apns(503, #"{"reason":"ServiceUnavailable"}"#, headers: [("retry-after", "42")]) else {
+            Issue.record("not a retry")
+            return
+        }
+        #expect(after == 42)
+        guard case .retry(let quotaAfter, _) = fcm(429, Self.googleError(429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED")) else {
+            Issue.record("not a retry")
+            return
+        }
+        #expect(quotaAfter == 60, "Google asks for at least a minute after QUOTA_EXCEEDED")
+    }
+
+    @Test func transportFailuresAreRetriedButHTTP1IsAConfigurationProblem() {
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "retry")
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.broken, "GOAWAY")))) == "retry")
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.notHTTP2, "h1")))) == "credentialsBroken")
+    }
+}

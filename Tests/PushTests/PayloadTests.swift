@@ -1,0 +1,81 @@
+import Foundation
+import Push
+import Testing
+
+/// Payloads as the phone receives them: always valid JSON, never over the provider's limit.
+@Suite struct PayloadTests {
+    func message(body: String, title: String = "Har du noe å registrere?") -> PushMessage {
+        PushMessage(notificationID: UUID(), category: "inactivity", title: title, body: body,
+                    data: [("route", "/activities/new"), ("category", "inactivity")], badge: 3, expiresAt: nil)
+    }
+
+    @Test func aShortMessageIsSentWhole() throws {
+        let m = message(body: "Hei Kari!")
+        let payload = APNsRequestBuilder.payload(m)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        let aps = try #require(json["aps"] as? [String: Any])
+        let alert = try #require(aps["alert"] as? [String: Any])
+        #expect(alert["title"] as? String == "Har du noe å registrere?")
+        #expect(alert["body"] as? String == "Hei Kari!")
+        #expect(aps["badge"] as? Int == 3)
+        #expect(aps["sound"] as? String == "default")
+        #expect(aps["thread-id"] as? String == "inactivity")
+        #expect(json["notification_id"] as? String == m.notificationID.uuidString.lowercased())
+        #expect(json["route"] as? String == "/activities/new")
+    }
+
+    @Test(arguments: [
+        String(repeating: "a", count: 10_000),
+        String(repeating: "🎉👩‍👩‍👧", count: 2_000),
+        String(repeating: "שלום עולם ", count: 1_000),
+        String(repeating: "\"quotes\" and \\backslashes\\ and \n newlines ", count: 300),
+        String(repeating: "e\u{301}", count: 5_000),
+    ])
+    func longBodiesAreShortenedAtACharacterBoundaryToFit(body: String) throws {
+        let payload = APNsRequestBuilder.payload(message(body: body))
+        #expect(payload.utf8.count <= 4096)
+        #expect(payload.utf8.count > 3900, "shortened far more than needed: \(payload.utf8.count)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        let shortened = try #require(((json["aps"] as? [String: Any])?["alert"] as? [String: Any])?["body"] as? String)
+        #expect(shortened.hasSuffix("…"))
+        #expect(body.hasPrefix(String(shortened.dropLast())))
+    }
+
+    @Test func fcmBodiesFitTooAndDataIsStringsOnly() throws {
+        let builder = FCMRequestBuilder(projectID: "demo")
+        let text = builder.body(message(body: String(repeating: "🎉", count: 3_000)), token: "tok", now: Date())
+        #expect(text.utf8.count <= 4096)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let message = try #require(json["message"] as? [String: Any])
+        let data = try #require(message["data"] as? [String: Any])
+        #expect(data.values.allSatisfy { $0 is String })
+        #expect(data["route"] as? String == "/activities/new")
+        let android = try #require(message["android"] as? [String: Any])
+        #expect(android["priority"] as? String == "HIGH")
+        #expect((android["notification"] as? [String: Any])?["notification_count"] as? Int == 3)
+    }
+
+    @Test func apnsHeadersCarryTopicTypePriorityExpiryAndCollapseID() throws {
+        let builder = APNsRequestBuilder(topic: "no.likeperson.app", productionEndpoint: "https://prod.example", sandboxEndpoint: "https://sandbox.example")
+        var m = message(body: "x")
+        m.expiresAt = Date(timeIntervalSince1970: 1_800_000_000)
+        let production = builder.request(m, target: PushTarget(provider: .apns, token: "abcd", apnsEnvironment: .production), authorization: "jwt", tag: 1)
+        let sandbox = builder.request(m, target: PushTarget(provider: .apns, token: "abcd", apnsEnvironment: .sandbox), authorization: "jwt", tag: 1)
+        #expect(production.url == "https://prod.example/3/device/abcd")
+        #expect(sandbox.url == "https://sandbox.example/3/device/abcd")
+        let headers = Dictionary(production.headers, uniquingKeysWith: { a, _ in a })
+        #expect(headers["apns-topic"] == "no.likeperson.app")
+        #expect(headers["apns-push-type"] == "alert")
+        #expect(headers["apns-priority"] == "10")
+        #expect(headers["apns-expiration"] == "1800000000")
+        #expect(headers["apns-collapse-id"] == m.notificationID.uuidString.lowercased())
+        #expect(headers["apns-id"] == m.notificationID.uuidString.lowercased())
+        #expect(headers["authorization"] == "bearer jwt")
+    }
+
+    @Test func tokensAreOnlyEverShownShortened() {
+        let token = String(repeating: "ab", count: 32)
+        #expect(PushTarget(provider: .apns, token: token).redacted == "…ababab")
+        #expect(!PushTarget(provider: .apns, token: token).redacted.contains(String(token.prefix(10))))
+    }
+}
