@@ -2,12 +2,13 @@
 #   make demo        install what is missing, start a throwaway PostgreSQL, load demo data, run the jobs
 #   make test        install what is missing and run every test (a real PostgreSQL, started by the tests)
 #   make bench-plan  inactivity-check --dry-run against 100k and 1M generated mentors, beside the bare query
+#   make bench-push  100k pushes to the local fake APNs/FCM: push-bench beside h2load, aioapns, firebase-admin
 #   make migrate     apply sql/migrations to $$DATABASE_URL
 
 SWIFT ?= swift
 BENCH_SIZES ?= 100000 1000000
 
-.PHONY: deps build release test demo bench-plan migrate clean
+.PHONY: deps build release test demo bench-plan bench-push migrate clean
 
 deps:
 	@scripts/install-deps
@@ -28,6 +29,11 @@ demo: build
 bench-plan: release
 	@scripts/install-deps --bench
 	scripts/bench-plan $(BENCH_SIZES)
+
+# scripts/bench-push builds the two release products it needs (fake-push, push-bench) and the Python venv.
+bench-push: deps
+	@scripts/install-deps --bench
+	scripts/bench-push
 
 migrate: build
 	.build/debug/migrate

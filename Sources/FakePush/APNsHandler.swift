@@ -1,4 +1,37 @@
 import Foundation
+import NIOHPACK
+
+/// The APNs request headers, read in one pass over the header block.
+struct APNsRequestHeaders {
+    var authorization: String?
+    var apnsID: String?
+    var pushType: String?
+    var expiration: String?
+    var priority: String?
+    var topic: String?
+    var collapseID: String?
+    /// Some header name occurs more than once.
+    var hasDuplicates = false
+
+    init(_ headers: HPACKHeaders) {
+        var names: [String] = []
+        names.reserveCapacity(headers.count)
+        for (name, value, _) in headers {
+            if names.contains(name) { hasDuplicates = true } else { names.append(name) }
+            // HTTP/2 header names are lower-case (NIOHTTP2 rejects others), so plain comparison is enough.
+            switch name {
+            case "authorization": authorization = authorization ?? value
+            case "apns-id": apnsID = apnsID ?? value
+            case "apns-push-type": pushType = pushType ?? value
+            case "apns-expiration": expiration = expiration ?? value
+            case "apns-priority": priority = priority ?? value
+            case "apns-topic": topic = topic ?? value
+            case "apns-collapse-id": collapseID = collapseID ?? value
+            default: break
+            }
+        }
+    }
+}
 
 /// The fake APNs provider API (token authentication), following Apple's documented checks in the order of
 /// the fact sheet §1.8: path and method, provider token, headers, body, then the token registry.
@@ -7,7 +40,8 @@ extension FakePushCore {
 
     func handleAPNs(_ request: FakeRequest) -> HandlerOutcome {
         let connection = request.connection
-        let apnsID = connection.responseAPNsID(for: request)
+        let headers = APNsRequestHeaders(request.headers)
+        let apnsID = connection.responseAPNsID(requested: headers.apnsID)
         func fail(_ status: Int, _ reason: String, issuedAt: Int64? = nil) -> HandlerOutcome {
             HandlerOutcome(response: apnsError(status, reason, apnsID: apnsID), jwtIssuedAt: issuedAt)
         }
@@ -19,24 +53,29 @@ extension FakePushCore {
         if path == "/3/device" || path == Self.devicePathPrefix { return fail(400, "MissingDeviceToken") }
         guard path.hasPrefix(Self.devicePathPrefix) else { return fail(404, "BadPath") }
         let deviceToken = path.dropFirst(Self.devicePathPrefix.count)
-        guard !deviceToken.contains("/") else { return fail(404, "BadPath") }
+        guard !deviceToken.utf8.contains(UInt8(ascii: "/")) else { return fail(404, "BadPath") }
 
         // 2. Provider token.
         let now = configuration.now()
-        guard let authorization = request.header("authorization") else { return fail(403, "MissingProviderToken") }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return fail(403, "InvalidProviderToken")
-        }
-        let jwt = String(authorization.dropFirst(7))
+        guard let authorization = headers.authorization else { return fail(403, "MissingProviderToken") }
+        let jwt: String
         let verified: APNsProviderToken
-        if let current = connection.apnsToken, current.token == jwt {
+        if let current = connection.apnsToken, current.authorization == authorization {
+            // The connection's current token, as sent last time: already verified.
+            jwt = current.token
             verified = current.verified
         } else {
-            switch apnsVerifier.check(jwt) {
-            case .invalid(let issuedAt):
-                return fail(403, "InvalidProviderToken", issuedAt: issuedAt)
-            case .valid(let token):
-                verified = token
+            guard let credential = Self.bearerCredential(authorization) else { return fail(403, "InvalidProviderToken") }
+            jwt = credential
+            if let current = connection.apnsToken, current.token == jwt {
+                verified = current.verified
+            } else {
+                switch apnsVerifier.check(jwt) {
+                case .invalid(let issuedAt):
+                    return fail(403, "InvalidProviderToken", issuedAt: issuedAt)
+                case .valid(let token):
+                    verified = token
+                }
             }
         }
         let issuedAt = verified.issuedAt
@@ -50,16 +89,16 @@ extension FakePushCore {
                 if now.timeIntervalSince(current.firstSeen) < configuration.tokenRefreshFloor {
                     return fail(429, "TooManyProviderTokenUpdates", issuedAt: issuedAt)
                 }
-                connection.apnsToken = (jwt, verified, now)
+                connection.apnsToken = (jwt, authorization, verified, now)
             }
         } else {
-            connection.apnsToken = (jwt, verified, now)
+            connection.apnsToken = (jwt, authorization, verified, now)
             connection.advertiseMaxConcurrentStreams(configuration.apnsMaxConcurrentStreams)
         }
 
         // 3. Headers, in Apple's order.
-        if let reason = apnsHeaderProblem(request) { return fail(400, reason, issuedAt: issuedAt) }
-        let pushType = request.header("apns-push-type") ?? "alert"
+        if let reason = apnsHeaderProblem(headers) { return fail(400, reason, issuedAt: issuedAt) }
+        let pushType = headers.pushType ?? "alert"
 
         // 4. Body.
         let size = request.body.readableBytes
@@ -97,13 +136,13 @@ extension FakePushCore {
             return fail(403, "InvalidProviderToken", issuedAt: issuedAt)
         }
 
-        var headers = [("apns-id", apnsID)]
-        if configuration.apnsDevelopment { headers.append(("apns-unique-id", connection.makeUUID())) }
-        var outcome = HandlerOutcome(response: FakeResponse(status: 200, headers: headers), jwtIssuedAt: issuedAt)
+        var responseHeaders = [("apns-id", apnsID)]
+        if configuration.apnsDevelopment { responseHeaders.append(("apns-unique-id", connection.makeUUID())) }
+        var outcome = HandlerOutcome(response: FakeResponse(status: 200, headers: responseHeaders), jwtIssuedAt: issuedAt)
         if configuration.onAccepted != nil {
             let alert = payload["aps"]?["alert"]
             outcome.accepted = AcceptedPush(
-                provider: .apns, target: String(deviceToken), topic: request.header("apns-topic"),
+                provider: .apns, target: String(deviceToken), topic: headers.topic,
                 title: alert?["title"]?.stringValue,
                 body: alert?.stringValue ?? alert?["body"]?.stringValue,
                 validateOnly: false)
@@ -118,28 +157,35 @@ extension FakePushCore {
     }
 
     /// The first header problem, as Apple's reason string, or nil.
-    private func apnsHeaderProblem(_ request: FakeRequest) -> String? {
-        var seen = Set<String>()
-        seen.reserveCapacity(request.headers.count)
-        for (name, _, _) in request.headers where !seen.insert(name).inserted { return "DuplicateHeaders" }
-
-        let pushType = request.header("apns-push-type")
+    private func apnsHeaderProblem(_ headers: APNsRequestHeaders) -> String? {
+        if headers.hasDuplicates { return "DuplicateHeaders" }
+        let pushType = headers.pushType
         if let pushType, configuration.apnsPushTypes[pushType] == nil { return "InvalidPushType" }
-        if let id = request.header("apns-id"), !UUIDText.isCanonical(id) { return "BadMessageId" }
-        if let expiration = request.header("apns-expiration"),
+        if let id = headers.apnsID, !UUIDText.isCanonical(id) { return "BadMessageId" }
+        if let expiration = headers.expiration,
            expiration.isEmpty || expiration.utf8.count > 19
             || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             return "BadExpirationDate"
         }
-        if let priority = request.header("apns-priority") {
+        if let priority = headers.priority {
             guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
             // Apple: "Using priority 10 is an error" for background pushes.
             if priority == "10" && pushType == "background" { return "BadPriority" }
         }
-        guard let topic = request.header("apns-topic") else { return "MissingTopic" }
+        guard let topic = headers.topic else { return "MissingTopic" }
         if let problem = topicProblem(topic, pushType: pushType ?? "alert") { return problem }
-        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 { return "BadCollapseId" }
+        if let collapseID = headers.collapseID, collapseID.utf8.count > 64 { return "BadCollapseId" }
         return nil
+    }
+
+    /// The credential after `Bearer ` (scheme matched case-insensitively), or nil.
+    static func bearerCredential(_ authorization: String) -> String? {
+        let utf8 = authorization.utf8
+        guard utf8.count > 7 else { return nil }
+        for (byte, expected) in zip(utf8.prefix(7), "bearer ".utf8) where byte | 0x20 != expected {
+            return nil
+        }
+        return String(authorization.utf8.dropFirst(7))
     }
 
     /// `BadTopic` for a malformed topic or one whose suffix does not fit the push type, `TopicDisallowed` for a

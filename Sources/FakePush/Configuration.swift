@@ -124,6 +124,7 @@ public enum FakePushError: Error, CustomStringConvertible, Sendable {
     /// The address could not be bound.
     case bindFailed(String)
 
+    /// The message, naming what to fix.
     public var description: String {
         switch self {
         case .invalidConfiguration(let message): return message

@@ -13,8 +13,9 @@ final class ConnectionContext: @unchecked Sendable {
     /// The TCP (HTTP/2 parent) channel.
     let channel: Channel
 
-    /// The provider token this connection authenticated with and when the fake first saw it.
-    var apnsToken: (token: String, verified: APNsProviderToken, firstSeen: Date)?
+    /// The provider token this connection authenticated with (and the `authorization` value that carried it)
+    /// and when the fake first saw it.
+    var apnsToken: (token: String, authorization: String, verified: APNsProviderToken, firstSeen: Date)?
     /// The last FCM bearer that checked out, so the next request skips the shared table.
     var fcmBearer: (token: String, expiresAt: Date, scope: String)?
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` as last advertised.
@@ -60,9 +61,14 @@ final class ConnectionContext: @unchecked Sendable {
     func nextRandom() -> UInt64 { random.next() }
 
     /// The `apns-id` to answer with: the request's when it is a well-formed UUID, else a new one.
-    func responseAPNsID(for request: FakeRequest) -> String {
-        if let id = request.header("apns-id"), UUIDText.isCanonical(id) { return id }
+    func responseAPNsID(requested: String?) -> String {
+        if let requested, UUIDText.isCanonical(requested) { return requested }
         return makeUUID()
+    }
+
+    /// The `apns-id` to answer `request` with.
+    func responseAPNsID(for request: FakeRequest) -> String {
+        responseAPNsID(requested: request.header("apns-id"))
     }
 }
 
@@ -168,10 +174,13 @@ final class StreamHandler: ChannelInboundHandler {
         completed = true
         guard let headers else { context.close(promise: nil); return }
         let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) } ?? 0
-        let rawPath = headers.first(name: ":path") ?? ""
-        let path = rawPath.firstIndex(of: "?").map { String(rawPath[..<$0]) } ?? rawPath
+        var rawPath = "", method = ""
+        for (name, value, _) in headers {
+            if name == ":path" { rawPath = value } else if name == ":method" { method = value }
+        }
+        let path = rawPath.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(rawPath[..<$0]) } ?? rawPath
         let request = FakeRequest(
-            method: headers.first(name: ":method") ?? "",
+            method: method,
             path: path,
             rawPath: rawPath,
             headers: headers,

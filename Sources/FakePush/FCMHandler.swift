@@ -24,10 +24,9 @@ extension FakePushCore {
         guard let authorization = request.header("authorization") else {
             return HandlerOutcome(response: unauthenticated("Request is missing required authentication credential."))
         }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        guard let bearer = Self.bearerCredential(authorization) else {
             return HandlerOutcome(response: unauthenticated("Request had invalid authentication credentials."))
         }
-        let bearer = String(authorization.dropFirst(7))
         if let cached = connection.fcmBearer, cached.token == bearer, cached.expiresAt > now {
             // Same token as this connection's last request.
         } else if let issued = issuedAccessTokens.withLock({ $0[bearer] }), issued.expiresAt > now {

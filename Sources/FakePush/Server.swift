@@ -54,6 +54,10 @@ public final class FakePushServer: Sendable {
         connectionSettings.targetWindowSize = 16 << 20
         var streamSettings = NIOHTTP2Handler.StreamConfiguration()
         streamSettings.targetWindowSize = 1 << 20
+        // libcurl 7.88 (Debian 12) ends many completed streams with RST_STREAM(STREAM_CLOSED); NIO's
+        // rapid-reset guard (200 per 30 s) would then GOAWAY with ENHANCE_YOUR_CALM and last-stream-id 0,
+        // which makes libcurl resend everything in flight. APNs and FCM are not known to do either.
+        streamSettings.streamResetFrameRateLimit.maximumCount = 1_000_000
         let connectionConfiguration = connectionSettings
         let streamConfiguration = streamSettings
 

@@ -147,6 +147,9 @@ public final class HTTP2Client {
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     var request: HTTPRequest?
+    /// `PUSH_CURL_VERBOSE=1` makes libcurl trace every transfer on stderr (headers include the
+    /// authorization token: for debugging against a fake only).
+    static let verbose = ProcessInfo.processInfo.environment["PUSH_CURL_VERBOSE"] == "1"
     var responseBody: [UInt8] = []
     var responseHeaders: [(String, String)] = []
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -173,6 +176,7 @@ final class Transfer {
         ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.verbose ? 1 : 0)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
         if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
