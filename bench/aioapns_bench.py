@@ -77,7 +77,7 @@ async def run(args) -> int:
     if first_failure:
         sys.stderr.write(f"aioapns: first failure: {first_failure[:300]}\n")
     print(result_line("aioapns", "apns", ok, failed, seconds, cpu,
-                      f"{args.connections}conn gather{args.chunk}{' no-ALPN' if args.no_alpn else ''}"))
+                      f"max_connections={args.connections} gather={args.chunk}{' no-ALPN' if args.no_alpn else ''}"))
     return 0 if failed == 0 else 1
 
 

@@ -53,5 +53,5 @@ def cpu_seconds() -> float:
 
 
 def result_line(client: str, provider: str, ok: int, failed: int, seconds: float, cpu: float, note: str = "") -> str:
-    note = note.replace(" ", "_") or "-"
+    note = note.replace(" ", ",") or "-"
     return f"RESULT {client} {provider} {ok} {failed} {seconds:.3f} {cpu:.3f} {note}"

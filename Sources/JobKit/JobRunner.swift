@@ -61,7 +61,7 @@ public enum JobRunner {
 
         if options.explain {
             try reader.transaction(.readOnly) {
-                for row in try reader.query("EXPLAIN (ANALYZE, BUFFERS) \(query)") { Output.line(try row.decode(0)) }
+                for row in try reader.query("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) \(query)") { Output.line(try row.decode(0)) }
             }
             summary.outcome = "explained"
             return
@@ -115,6 +115,7 @@ public enum JobRunner {
             summary.exitStatus = .config
             summary.message = "\(invalid.count) organization(s) skipped for invalid \(scenario.key) settings (see the log)"
         }
+        Output.flush() // the plan first, then the log line about it
         logger.info("\(summary.sentence)")
         if let writer, let runID = summary.runID {
             if let delivery, summary.deliveries > 0, let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
