@@ -86,7 +86,7 @@ public enum JobRunner {
         let streamStarted = ContinuousClock.now
         defer { logger.debug("candidate query and decisions took \(ContinuousClock.now - streamStarted)") }
         try reader.transaction(.readOnly) {
-            try reader.stream(query) { row in
+            try reader.stream(query, binary: true) { row in
                 guard let rule = rulesByOrganization[try Recipient.organization(of: row)] else { return }
                 let recipient = try Recipient(row: row, rule: rule)
                 let decision: Decision

@@ -66,9 +66,11 @@ public final class Connection {
 
     /// Runs a query and hands each row to `body` as it arrives (libpq's single-row mode), so memory
     /// stays flat however many rows the query returns. If `body` throws, the query is cancelled.
-    public func stream(_ query: Query, _ body: (Row) throws -> Void) throws {
+    /// With `binary`, rows come in PostgreSQL's binary format: the server formats nothing and the
+    /// decoders parse nothing (columns must be of the types `PostgresDecodable` reads in binary).
+    public func stream(_ query: Query, binary: Bool = false, _ body: (Row) throws -> Void) throws {
         let sent = try withParameters(query.parameters) { count, values in
-            PQsendQueryParams(handle, query.sql, count, nil, values, nil, nil, 0)
+            PQsendQueryParams(handle, query.sql, count, nil, values, nil, nil, binary ? 1 : 0)
         }
         guard sent == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
         guard PQsetSingleRowMode(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }

@@ -36,13 +36,20 @@ public struct Row {
         return UnsafeBufferPointer(start: pointer.assumingMemoryBound(to: UInt8.self), count: length)
     }
 
-    /// Decodes a column; throws when it is NULL or does not hold a `T`.
+    /// Decodes a column; throws when it is NULL or does not hold a `T`. Reads text or binary
+    /// results, whichever the query asked for.
     public func decode<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws -> T {
         guard let bytes = bytes(column) else {
             throw PostgresError.decoding(column: name(column), expected: T.postgresTypeName, reason: "is NULL")
         }
-        guard let value = T(postgresText: bytes) else {
-            throw PostgresError.decoding(column: name(column), expected: T.postgresTypeName, reason: "malformed value")
+        let value: T?
+        if PQfformat(result, Int32(column)) == 1 {
+            value = T(postgresBinary: bytes, type: PQftype(result, Int32(column)))
+        } else {
+            value = T(postgresText: bytes)
+        }
+        guard let value else {
+            throw PostgresError.decoding(column: name(column), expected: T.postgresTypeName, reason: "malformed value or another type")
         }
         return value
     }
@@ -54,14 +61,44 @@ public struct Row {
     }
 }
 
-/// A Swift value that can be read from PostgreSQL's text format.
+/// A Swift value that can be read from PostgreSQL's text format, and for the common types from
+/// its binary format too (what streaming queries use: no formatting on the server, no parsing here).
 public protocol PostgresDecodable {
     init?(postgresText: UnsafeBufferPointer<UInt8>)
+    /// Binary format for the column type `type` (an OID); nil when the type does not fit.
+    init?(postgresBinary: UnsafeBufferPointer<UInt8>, type: UInt32)
     static var postgresTypeName: String { get }
+}
+
+extension PostgresDecodable {
+    public init?(postgresBinary: UnsafeBufferPointer<UInt8>, type: UInt32) { return nil }
+}
+
+/// The type OIDs binary decoding understands (from pg_type.dat).
+enum PostgresType {
+    static let bool: UInt32 = 16, bytea: UInt32 = 17, name: UInt32 = 19, int8: UInt32 = 20, int2: UInt32 = 21, int4: UInt32 = 23
+    static let text: UInt32 = 25, json: UInt32 = 114, float4: UInt32 = 700, float8: UInt32 = 701, bpchar: UInt32 = 1042
+    static let varchar: UInt32 = 1043, timestamp: UInt32 = 1114, timestamptz: UInt32 = 1184, uuid: UInt32 = 2950, jsonb: UInt32 = 3802
+
+    /// A big-endian integer of `bytes.count` (2, 4 or 8) bytes.
+    static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard bytes.count == 2 || bytes.count == 4 || bytes.count == 8 else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes { value = value << 8 | UInt64(byte) }
+        let shift = UInt64(64 - bytes.count * 8)
+        return Int64(bitPattern: value << shift) >> Int64(shift) // sign-extend
+    }
 }
 
 extension String: PostgresDecodable {
     public init?(postgresText: UnsafeBufferPointer<UInt8>) { self = String(decoding: postgresText, as: UTF8.self) }
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        switch type {
+        case PostgresType.text, PostgresType.varchar, PostgresType.bpchar, PostgresType.name, PostgresType.json:
+            self = String(decoding: bytes, as: UTF8.self)
+        default: return nil
+        }
+    }
     public static var postgresTypeName: String { "text" }
 }
 
@@ -81,6 +118,11 @@ extension Int: PostgresDecodable {
         if negative && bytes.count == 1 { return nil }
         self = negative ? -value : value
     }
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard type == PostgresType.int8 || type == PostgresType.int4 || type == PostgresType.int2,
+              let value = PostgresType.integer(bytes) else { return nil }
+        self = Int(value)
+    }
     public static var postgresTypeName: String { "integer" }
 }
 
@@ -88,6 +130,13 @@ extension Double: PostgresDecodable {
     public init?(postgresText bytes: UnsafeBufferPointer<UInt8>) {
         guard let value = Double(String(decoding: bytes, as: UTF8.self)) else { return nil }
         self = value
+    }
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        switch (type, bytes.count) {
+        case (PostgresType.float8, 8): self = Double(bitPattern: UInt64(bitPattern: PostgresType.integer(bytes)!))
+        case (PostgresType.float4, 4): self = Double(Float(bitPattern: UInt32(truncatingIfNeeded: PostgresType.integer(bytes)!)))
+        default: return nil
+        }
     }
     public static var postgresTypeName: String { "double precision" }
 }
@@ -101,6 +150,10 @@ extension Bool: PostgresDecodable {
         default: return nil
         }
     }
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard type == PostgresType.bool, bytes.count == 1 else { return nil }
+        self = bytes[0] != 0
+    }
     public static var postgresTypeName: String { "boolean" }
 }
 
@@ -108,6 +161,12 @@ extension UUID: PostgresDecodable {
     public init?(postgresText bytes: UnsafeBufferPointer<UInt8>) {
         guard let value = UUID(textBytes: bytes) else { return nil }
         self = value
+    }
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard type == PostgresType.uuid, bytes.count == 16 else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(bytes)) }
+        self = UUID(uuid: value)
     }
     public static var postgresTypeName: String { "uuid" }
 }
@@ -117,6 +176,13 @@ extension Date: PostgresDecodable {
         guard let value = Timestamp.parse(bytes) else { return nil }
         self = value
     }
+    /// Microseconds since 2000-01-01 00:00:00 UTC (integer datetimes, the only kind since PostgreSQL 10).
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard type == PostgresType.timestamptz || type == PostgresType.timestamp, bytes.count == 8,
+              let micros = PostgresType.integer(bytes) else { return nil }
+        guard micros != Int64.max, micros != Int64.min else { return nil } // infinity
+        self = Date(timeIntervalSince1970: 946_684_800 + Double(micros) / 1_000_000)
+    }
     public static var postgresTypeName: String { "timestamptz" }
 }
 
@@ -124,6 +190,17 @@ extension Date: PostgresDecodable {
 public struct JSONValue: PostgresDecodable, Sendable {
     public var text: String
     public init?(postgresText: UnsafeBufferPointer<UInt8>) { text = String(decoding: postgresText, as: UTF8.self) }
+    /// jsonb's binary form is a version byte (1) and the text; json's is the text.
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        switch type {
+        case PostgresType.jsonb:
+            guard bytes.first == 1 else { return nil }
+            text = String(decoding: UnsafeBufferPointer(rebasing: bytes.dropFirst()), as: UTF8.self)
+        case PostgresType.json, PostgresType.text:
+            text = String(decoding: bytes, as: UTF8.self)
+        default: return nil
+        }
+    }
     public static var postgresTypeName: String { "jsonb" }
 
     /// The JSON as Foundation objects.

@@ -139,3 +139,39 @@ import TestSupport
         #expect(try row.decode(1, as: String.self) == "$1 stays")
     }
 }
+
+@Suite struct BinaryStreamingTests {
+    @Test func streamingInBinaryDecodesTheSameValuesAsText() throws {
+        let connection = try TestCluster.shared().makeDatabase(migrated: false).connect()
+        let id = UUID()
+        let query: Query = """
+            SELECT 'héllo 👋'::text, 42::int4, -7::int8, 3::int2, true, \(id)::uuid,
+                   '2026-11-22 08:30:15.123456+00'::timestamptz, '1999-12-31 23:59:59.5+00'::timestamptz,
+                   '{"a": 1}'::jsonb, 1.5::float8, NULL::text
+            """
+        var rows: [[String]] = []
+        for binary in [false, true] {
+            try connection.stream(query, binary: binary) { row in
+                rows.append([
+                    try row.decode(0, as: String.self), String(try row.decode(1, as: Int.self)), String(try row.decode(2, as: Int.self)),
+                    String(try row.decode(3, as: Int.self)), String(try row.decode(4, as: Bool.self)), try row.decode(5, as: UUID.self).uuidString,
+                    String(try row.decode(6, as: Date.self).timeIntervalSince1970), String(try row.decode(7, as: Date.self).timeIntervalSince1970),
+                    try row.decode(8, as: JSONValue.self).text, String(try row.decode(9, as: Double.self)),
+                    String(describing: try row.decode(10, as: String?.self)),
+                ])
+            }
+        }
+        #expect(rows.count == 2)
+        #expect(rows[0] == rows[1])
+        #expect(rows[1][0] == "héllo 👋")
+        #expect(rows[1][5] == id.uuidString)
+        #expect(rows[1][8] == #"{"a": 1}"#)
+    }
+
+    @Test func aBinaryColumnOfAnotherTypeIsADecodingErrorNotGarbage() throws {
+        let connection = try TestCluster.shared().makeDatabase(migrated: false).connect()
+        #expect(throws: PostgresError.self) {
+            try connection.stream("SELECT 42::int4", binary: true) { row in _ = try row.decode(0, as: UUID.self) }
+        }
+    }
+}
