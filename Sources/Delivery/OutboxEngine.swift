@@ -26,8 +26,10 @@ public final class OutboxEngine {
     /// How long a claimed delivery stays invisible to other engines.
     public var lease: TimeInterval = 300
     public var batchSize: Int
-    /// Completed outcomes are written at least this often, so a crash repeats little.
-    public var flushEvery = 100
+    /// Completed outcomes are written once this many are waiting, or this long after the last write,
+    /// so a crash can repeat only what was in flight plus at most these few.
+    public var flushEvery = 32
+    public var flushInterval: Duration = .milliseconds(100)
     var backoff = Backoff()
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
@@ -134,6 +136,7 @@ public final class OutboxEngine {
             }
         }
         var index = 0
+        var lastFlush = ContinuousClock.now
         var resend: [Claimed] = []
         var resent = Set<Int>()
         var failure: Error?
@@ -200,8 +203,9 @@ public final class OutboxEngine {
             case .reauthenticate:
                 break // handled above
             }
-            if recorder.pending >= flushEvery && failure == nil {
+            if failure == nil && (recorder.pending >= flushEvery || ContinuousClock.now - lastFlush >= flushInterval) {
                 do { report.tokensRetired += try recorder.flush() } catch { failure = error }
+                lastFlush = ContinuousClock.now
             }
         })
         usable = live
