@@ -103,7 +103,7 @@ async def run(args) -> int:
     if first_failure:
         sys.stderr.write(f"firebase-admin: first failure: {first_failure[:300]}\n")
     print(result_line("firebase-admin", "fcm", ok, failed, seconds, cpu,
-                      f"send_each_async x500, token via {args.token_transport}"))
+                      f"send_each_async x500 token-over-{args.token_transport}"))
     return 0 if failed == 0 else 1
 
 

@@ -67,7 +67,7 @@ def main() -> int:
     failed = args.count - ok
     for line in output.splitlines():
         if line.startswith(("finished in", "requests:", "status codes:")):
-            sys.stderr.write("   h2load " + line.strip() + "\n")
+            sys.stderr.write("h2load " + line.strip() + "\n")
     print(result_line("h2load", "apns", ok, failed, seconds, cpu, f"-c 1 -m {args.streams}"))
     return 0 if child.returncode == 0 else 1
 
