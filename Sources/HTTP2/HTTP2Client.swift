@@ -105,8 +105,8 @@ public final class HTTP2Client {
     }
 
     private func start(_ request: HTTPRequest) {
-        let transfer = idle.popLast() ?? Transfer()
-        transfer.prepare(request, configuration: configuration)
+        let transfer = idle.popLast() ?? Transfer(configuration: configuration)
+        transfer.prepare(request)
         active[transfer.easy] = transfer
         curl_multi_add_handle(multi, transfer.easy)
     }
@@ -143,7 +143,8 @@ public final class HTTP2Client {
     }
 }
 
-/// One pooled `CURL` easy handle and the buffers of its current request.
+/// One pooled `CURL` easy handle and the buffers of its current request. The options that never
+/// change are set once when the handle is made; a request sets only its URL, body and headers.
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     var request: HTTPRequest?
@@ -156,23 +157,10 @@ final class Transfer {
     /// libcurl writes error details here during the transfer, so it must outlive every call: heap memory.
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-    init() {
+    init(configuration: HTTP2Client.Configuration) {
         easy = curl_easy_init()!
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-    }
-
-    deinit {
-        curl_slist_free_all(headerList)
-        curl_easy_cleanup(easy)
-        errorBuffer.deallocate()
-    }
-
-    var errorText: String { String(cString: errorBuffer) }
-
-    func prepare(_ request: HTTPRequest, configuration: HTTP2Client.Configuration) {
-        self.request = request
         let me = Unmanaged.passUnretained(self).toOpaque()
-        ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url)
         ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -182,24 +170,6 @@ final class Transfer {
         if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
-        ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method)
-        if request.method == "POST" || !request.body.isEmpty {
-            ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-            // COPYPOSTFIELDS copies the body: libcurl does not copy plain POSTFIELDS.
-            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
-            request.body.withUnsafeBufferPointer { buffer in
-                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                    _ = ccurl_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, $0)
-                }
-            }
-        }
-        curl_slist_free_all(headerList)
-        headerList = nil
-        // libcurl adds "Expect: 100-continue" to large POSTs over HTTP/1.1; an empty value suppresses it.
-        for (name, value) in request.headers + [("expect", "")] {
-            headerList = curl_slist_append(headerList, value.isEmpty ? "\(name):" : "\(name): \(value)")
-        }
-        ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         ccurl_easy_setopt_write_function(easy) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
@@ -213,19 +183,62 @@ final class Transfer {
         ccurl_easy_setopt_header_function(easy) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
-            let line = data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-                String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-            }
-            if line.hasPrefix("HTTP/") {
-                transfer.responseHeaders.removeAll() // a new response (after 100 Continue, or a retry)
-            } else if let colon = line.firstIndex(of: ":") {
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-                transfer.responseHeaders.append((name, value))
+            data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+                transfer.header(UnsafeBufferPointer(start: $0, count: length))
             }
             return length
         }
         ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+
+    var errorText: String { String(cString: errorBuffer) }
+
+    func prepare(_ request: HTTPRequest) {
+        self.request = request
+        ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method == "POST" ? nil : request.method)
+        if request.method == "POST" || !request.body.isEmpty {
+            ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            // COPYPOSTFIELDS copies the body: libcurl does not copy plain POSTFIELDS.
+            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            request.body.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    _ = ccurl_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, $0)
+                }
+            }
+        } else {
+            ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        }
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, name + ": " + value)
+        }
+        // libcurl adds "Expect: 100-continue" to large POSTs over HTTP/1.1; an empty value suppresses it.
+        headerList = curl_slist_append(headerList, "expect:")
+        ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    /// One response header line, as libcurl hands it over: `name: value\r\n`, or the status line.
+    func header(_ line: UnsafeBufferPointer<UInt8>) {
+        if line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T") && line[3] == UInt8(ascii: "P") {
+            responseHeaders.removeAll(keepingCapacity: true) // a new response (after 100 Continue, or a retry)
+            return
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        var name = [UInt8](line[..<colon])
+        for i in name.indices where name[i] >= 65 && name[i] <= 90 { name[i] += 32 }
+        var start = colon + 1
+        var end = line.count
+        while start < end && (line[start] == 32 || line[start] == 9) { start += 1 }
+        while end > start && (line[end - 1] == 10 || line[end - 1] == 13 || line[end - 1] == 32) { end -= 1 }
+        responseHeaders.append((String(decoding: name, as: UTF8.self), String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)))
     }
 
     func reset() {

@@ -54,7 +54,7 @@ struct PushBenchCommand: ParsableCommand {
             let message = PushMessage(notificationID: UUID(), category: "inactivity", title: "Har du noe å registrere?",
                                       body: "Hei Kari! Det er 20 dager siden du sist registrerte en aktivitet.",
                                       data: [("route", "/activities/new")], badge: 1, expiresAt: Date().addingTimeInterval(86_400))
-            let token = kind == .apns ? String(format: "%064x", next + 1) : "bench\(next):APA91b" + String(repeating: "x", count: 134)
+            let token = kind == .apns ? String(repeating: "0", count: 48) + PushBenchCommand.hex16(next + 1) : "bench\(next):APA91b" + String(repeating: "x", count: 134)
             return pushProvider.request(message, target: PushTarget(provider: kind, token: token, apnsEnvironment: .production), tag: next)
         }, completed: { _, result in
             if case .success(let response) = result, response.status == 200 { ok += 1 } else {
@@ -68,6 +68,12 @@ struct PushBenchCommand: ParsableCommand {
                      provider, ok, failed, wall, Double(ok) / wall, cpu, window))
         if let firstFailure { print("first failure: \(firstFailure.prefix(300))") }
         if failed > 0 { throw ExitCode(1) }
+    }
+
+    /// `n` as 16 lower-case hex digits.
+    static func hex16(_ n: Int) -> String {
+        let digits = String(n, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     func cpuSeconds() -> Double {
