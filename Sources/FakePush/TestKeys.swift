@@ -4,7 +4,7 @@ import Foundation
 
 /// Throwaway credentials for tests and demos, and the public halves the fake needs from key files.
 public enum TestKeys {
-    /// A fresh APNs-style signing key: the `.p8` contents (PKCS#8 PEM, `BEGIN PRIVATE KEY`) a client signs
+    /// A fresh APNs-style signing key: the `.p8` contents (PKCS#8 PEM) a client signs
     /// with, and the public key PEM (`BEGIN PUBLIC KEY`) for ``APNsKey/publicKeyPEM``.
     public static func apnsKey() -> (pkcs8PEM: String, publicKeyPEM: String) {
         let key = P256.Signing.PrivateKey()
