@@ -58,8 +58,9 @@ public final class HTTP2Client {
     private static let globalInit: Void = { curl_global_init(Int(CCURL_GLOBAL_ALL)) }()
 
     /// Sends every request `next` yields, keeping up to `window` in flight, and calls `completed`
-    /// for each as it finishes (in completion order). Returns when `next` has returned nil and
-    /// every request in flight has completed. `next` may return nil early to stop feeding.
+    /// for each as it finishes (in completion order). `next` is asked again after every completion,
+    /// so work that a completion creates (a resend) is picked up. Returns when `next` returns nil
+    /// and nothing is in flight.
     public func run(next: () -> HTTPRequest?, completed: (HTTPRequest, Result<HTTPResponse, HTTPTransportError>) -> Void) {
         var exhausted = false
         while true {
@@ -82,6 +83,8 @@ public final class HTTP2Client {
                 transfer.reset()
                 idle.append(transfer)
                 completed(request, result)
+                // A completion may have produced more work (a resend after a credential refresh): ask again.
+                exhausted = false
             }
             if !active.isEmpty && running > 0 {
                 var ready: Int32 = 0

@@ -217,6 +217,31 @@ import TestSupport
         #expect(try states() == ["pending": 1])
     }
 
+    @Test func anFCM401GetsOneFreshAccessTokenAndTheMessageIsSentAgain() throws {
+        let made = try pendingNotifications([("Android", 2)])
+        let android = made[0].devices[1]
+        // FCM answers 401 UNAUTHENTICATED (no FcmError detail) once, as for an access token revoked early.
+        push.server.inject(.expiredProviderToken, count: 1, provider: .fcm)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let d = try delivery(token: android.token)
+        #expect(d.state == "sent", "\(d) \(result.stderr)")
+        #expect(d.attempts == 1, "the resend after a refresh is not a new attempt")
+        #expect(pushes(.oauth).count == 2, "one fresh token after the 401")
+        #expect(pushes(.fcm).map(\.status) == [401, 200])
+    }
+
+    @Test func anFCM401ThatAFreshTokenDoesNotCureStopsFCMWith78() throws {
+        let made = try pendingNotifications([("Android", 2)])
+        push.server.inject(.expiredProviderToken, count: 10, provider: .fcm)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("UNAUTHENTICATED"))
+        let fcm = try delivery(token: made[0].devices[1].token)
+        #expect(fcm.state == "pending")
+        #expect(fcm.attempts == 0)
+    }
+
     @Test func fcmThirdPartyAuthErrorStopsFCMWith78() throws {
         _ = try pendingNotifications([("Android", 2)])
         push.server.inject(.fcmThirdPartyAuth, count: 5)
