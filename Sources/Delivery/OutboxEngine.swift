@@ -31,6 +31,14 @@ public final class OutboxEngine {
     public var flushEvery = 32
     public var flushInterval: Duration = .milliseconds(100)
     var backoff = Backoff()
+    /// The mass-retirement guard: `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH`
+    /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
+    /// the same provider and environment has succeeded in this run, such tokens are held, not retired;
+    /// when `suspectLimit` pile up with no success, the provider is stopped as misconfigured and none
+    /// of them is retired. At the end of the run, the few still held are retired.
+    public var suspectLimit = 20
+    private var confirmed = Set<String>()
+    private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
                 maxAttempts: Int, logger: Logger) {
@@ -62,7 +70,26 @@ public final class OutboxEngine {
             report.claimed += batch.count
             try send(batch, usable: &usable, report: &report)
         }
+        // Tokens still held had no success to compare with but were too few to suspect our configuration.
+        let recorder = OutcomeRecorder(connection: connection)
+        for held in suspects.values.joined() { retire(held.claimed, reason: held.reason, status: held.status, since: nil, recorder: recorder, report: &report) }
+        suspects.removeAll()
+        report.tokensRetired += try recorder.flush()
         return report
+    }
+
+    /// Which group a token belongs to for the mass-retirement guard.
+    static func suspectKey(_ target: PushTarget) -> String {
+        target.provider.rawValue + "/" + (target.apnsEnvironment?.rawValue ?? "-")
+    }
+
+    static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
+
+    private func retire(_ claimed: Claimed, reason: String, status: Int?, since: Date?, recorder: OutcomeRecorder, report: inout DeliveryReport) {
+        recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status, attempts: claimed.attempts + 1)
+        recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
+        report.failed += 1
+        logger.info("\(claimed.target.provider.rawValue): token \(claimed.target.redacted) retired: \(reason)")
     }
 
     // MARK: - Claiming
@@ -174,6 +201,10 @@ public final class OutboxEngine {
             case .delivered(let messageID):
                 recorder.settle(claimed, state: "sent", event: "sent", error: nil, status: status, messageID: messageID, attempts: attempt)
                 report.sent += 1
+                let key = OutboxEngine.suspectKey(claimed.target)
+                if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
+                    for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
+                }
             case .retry(let after, let reason):
                 if attempt >= maxAttempts {
                     recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
@@ -185,10 +216,25 @@ public final class OutboxEngine {
                     report.retried += 1
                 }
             case .tokenDead(let reason, let since):
-                recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status, attempts: attempt)
-                recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
-                report.failed += 1
-                logger.info("\(provider.name): token \(claimed.target.redacted) retired: \(reason)")
+                let key = OutboxEngine.suspectKey(claimed.target)
+                guard OutboxEngine.suspectReasons.contains(reason), !confirmed.contains(key) else {
+                    retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
+                    break
+                }
+                guard live.contains(claimed.target.provider) else { // already stopped as misconfigured
+                    recorder.release(claimed)
+                    report.held += 1
+                    break
+                }
+                suspects[key, default: []].append((claimed, reason, status))
+                if suspects[key]!.count >= suspectLimit, live.contains(claimed.target.provider) {
+                    let held = suspects.removeValue(forKey: key) ?? []
+                    let why = "\(held.count) tokens in a row answered \(reason) and none succeeded: the \(key) environment, topic or project is probably wrong, so no token was retired"
+                    live.remove(claimed.target.provider)
+                    report.brokenProviders[provider.name] = why
+                    logger.error("\(provider.name): stopping: \(why)")
+                    for h in held { recorder.release(h.claimed); report.held += 1 }
+                }
             case .rejected(let reason):
                 recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)
                 report.dead += 1

@@ -149,6 +149,36 @@ import TestSupport
         #expect(try delivery(token: device.token).state == "failed")
     }
 
+    @Test func whenEveryTokenIsBadDeviceTokenTheConfigurationIsSuspectedAndNoTokenIsRetired() throws {
+        // As when production tokens are sent to the sandbox host: APNs calls every one of them bad.
+        let made = try pendingNotifications((0..<25).map { ("Mentor \($0)", 1) })
+        for device in made.flatMap(\.devices) { push.server.setToken(device.token, .badDeviceToken) }
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("answered BadDeviceToken and none succeeded"))
+        let retired: Int = try f.connection.query("SELECT count(*) FROM device_tokens WHERE retired_at IS NOT NULL").first!.decode(0)
+        #expect(retired == 0)
+        #expect(try states() == ["pending": 25])
+        let attempts: Int = try f.connection.query("SELECT sum(attempts) FROM deliveries").first!.decode(0)
+        #expect(attempts == 0)
+    }
+
+    @Test func badTokensAmongGoodOnesAreRetired() throws {
+        let made = try pendingNotifications((0..<30).map { ("Mentor \($0)", 1) })
+        let good = made.prefix(5).flatMap(\.devices)
+        let bad = made.dropFirst(5).flatMap(\.devices)
+        for device in bad { push.server.setToken(device.token, .badDeviceToken) }
+        // The good ones go first, so the setup is proven before the bad answers arrive.
+        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() - interval '1 minute' WHERE device_token_id = ANY(\(PostgresArray(good.map(\.id)))::bigint[])")
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let retired: Int = try f.connection.query("SELECT count(*) FROM device_tokens WHERE retired_at IS NOT NULL").first!.decode(0)
+        #expect(retired == 25)
+        #expect(try states() == ["sent": 5, "failed": 25])
+    }
+
     @Test func retryAfterDecidesTheNextAttempt() throws {
         let made = try pendingNotifications([("Busy", 1)])
         push.server.inject(.status503(retryAfter: 120))
