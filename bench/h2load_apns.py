@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
@@ -34,7 +35,7 @@ def main() -> int:
         json.dump(apns_payload(str(uuid.uuid4())), f, ensure_ascii=False, separators=(",", ":"))
     token = "%064x" % 1
     command = [
-        "h2load", "-n", str(args.count), "-c", "1", "-t", "1", "-m", str(args.streams),
+        "h2load", "-n", str(args.count), "-c", str(args.connections), "-t", str(args.connections), "-m", str(args.streams),
         "-H", "authorization: bearer " + apns_jwt(args.p8, args.key_id, args.team_id),
         "-H", "apns-topic: " + args.topic,
         "-H", "apns-push-type: alert",
@@ -68,7 +69,8 @@ def main() -> int:
     for line in output.splitlines():
         if line.startswith(("finished in", "requests:", "status codes:")):
             sys.stderr.write("h2load " + line.strip() + "\n")
-    print(result_line("h2load", "apns", ok, failed, seconds, cpu, f"-c 1 -m {args.streams}"))
+    name = "h2load" if args.connections == 1 else f"h2load-x{args.connections}"
+    print(result_line(name, "apns", ok, failed, seconds, cpu, f"-c {args.connections} -m {args.streams}"))
     return 0 if child.returncode == 0 else 1
 
 

@@ -17,9 +17,13 @@ public enum DeliverRunner {
         public var statementTimeout: Int
         public var logLevel: LogLevelOption
         public var delivery: DeliveryOptions
+        /// Engines running side by side, each on its own thread with its own database connection and
+        /// its own HTTP/2 connection per provider (Apple: "open several connections" for throughput).
+        public var workers: Int
 
         public init(databaseURL: String?, dryRun: Bool, format: OutputFormat, lease: Int, statementTimeout: Int,
-                    logLevel: LogLevelOption, delivery: DeliveryOptions) {
+                    logLevel: LogLevelOption, delivery: DeliveryOptions, workers: Int = 1) {
+            self.workers = workers
             self.databaseURL = databaseURL
             self.dryRun = dryRun
             self.format = format
@@ -56,10 +60,12 @@ public enum DeliverRunner {
                 guard settings.isConfigured else {
                     throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
                 }
-                let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
-                                          client: try HTTP2Client(settings.http), maxAttempts: settings.maxAttempts, logger: logger)
-                engine.lease = TimeInterval(options.lease)
-                let report = try engine.run(scope: .all)
+                let report: DeliveryReport
+                if options.workers <= 1 {
+                    report = try drain(connection, settings: settings, options: options, logger: logger)
+                } else {
+                    report = try drainInParallel(settings: settings, url: url, options: options, logger: logger)
+                }
                 logger.info("\(report.sentence)")
                 details = report.json
                 status = report.exitStatus
@@ -82,6 +88,44 @@ public enum DeliverRunner {
         Output.line(summary.json)
         Output.flush()
         return status
+    }
+
+    /// One engine on this thread.
+    static func drain(_ connection: Connection, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
+        let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
+                                  client: try HTTP2Client(settings.http), maxAttempts: settings.maxAttempts, logger: logger)
+        engine.lease = TimeInterval(options.lease)
+        return try engine.run(scope: .all)
+    }
+
+    /// `options.workers` engines on their own threads, each with its own connections. They share
+    /// nothing but the database, where row claiming keeps them apart, as it keeps separate processes apart.
+    static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger) throws -> DeliveryReport {
+        let results = WorkerResults()
+        let group = DispatchGroup()
+        for index in 0..<options.workers {
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                var workerLogger = logger
+                workerLogger[metadataKey: "worker"] = "\(index + 1)"
+                do {
+                    let connection: Connection
+                    do {
+                        connection = try Connection(url: url, applicationName: "push-deliver", statementTimeout: .seconds(options.statementTimeout))
+                    } catch {
+                        throw JobFailure(.unavailable, "\(error)")
+                    }
+                    results.add(.success(try drain(connection, settings: settings, options: options, logger: workerLogger)))
+                } catch {
+                    results.add(.failure(JobRunner.classify(error)))
+                }
+            }
+            thread.name = "push-deliver-\(index + 1)"
+            thread.start()
+        }
+        group.wait()
+        return try results.merged()
     }
 
     /// Lists the due deliveries, read-only, and returns counts per provider as JSON.
@@ -121,5 +165,36 @@ public enum DeliverRunner {
         var writer = JSONWriter()
         for (provider, n) in counts.sorted(by: { $0.key < $1.key }) { writer.add(provider, n) }
         return writer.json
+    }
+}
+
+/// What the parallel workers report, collected under a lock.
+final class WorkerResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var results: [Result<DeliveryReport, JobFailure>] = []
+
+    func add(_ result: Result<DeliveryReport, JobFailure>) {
+        lock.withLock { results.append(result) }
+    }
+
+    /// The sum of the workers' reports; the first failure if any worker failed.
+    func merged() throws -> DeliveryReport {
+        try lock.withLock {
+            var total = DeliveryReport()
+            for result in results {
+                let report = try result.get()
+                total.claimed += report.claimed
+                total.sent += report.sent
+                total.retried += report.retried
+                total.failed += report.failed
+                total.dead += report.dead
+                total.expired += report.expired
+                total.tokensRetired += report.tokensRetired
+                total.held += report.held
+                total.brokenProviders.merge(report.brokenProviders) { first, _ in first }
+                total.unavailableProviders.merge(report.unavailableProviders) { first, _ in first }
+            }
+            return total
+        }
     }
 }

@@ -6,7 +6,7 @@ import Push
 /// The push configuration of a run: which providers are set up, where they are, and how hard to
 /// push. Read from flags, then environment variables; anything missing or malformed is a
 /// `JobFailure(.config)` naming the variable and the file.
-public struct PushSettings {
+public struct PushSettings: Sendable {
     public var apns: APNsCredentials?
     public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
     public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint

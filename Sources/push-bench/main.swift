@@ -25,7 +25,41 @@ struct PushBenchCommand: ParsableCommand {
     @Option var apnsTopic: String = "no.likeperson.app"
     @Option(help: ArgumentHelp("FCM service-account JSON.", valueName: "path")) var serviceAccountFile: String?
 
+    @Option(help: "Connections side by side, each on its own thread (push-deliver --workers).") var workers: Int = 1
+
     func run() throws {
+        let cpuBefore = cpuSeconds()
+        let started = Date()
+        let outcome: (ok: Int, failed: Int, firstFailure: String?)
+        if workers <= 1 {
+            outcome = try send(0..<count)
+        } else {
+            let total = Totals()
+            let group = DispatchGroup()
+            let share = (count + workers - 1) / workers
+            for worker in 0..<workers {
+                let range = (worker * share)..<min(count, (worker + 1) * share)
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    let result = (try? self.send(range)) ?? (0, range.count, "worker \(worker + 1) failed to start")
+                    total.add(result)
+                }.start()
+            }
+            group.wait()
+            outcome = total.value
+        }
+        let wall = Date().timeIntervalSince(started)
+        let cpu = cpuSeconds() - cpuBefore
+        // One line the benchmark script reads: "push-bench[-xN] PROVIDER: …" (N connections when more than one).
+        print(String(format: "push-bench%@ %@: %d ok, %d failed in %.3f s: %.0f pushes/s, %.3f CPU s (window %d)",
+                     workers == 1 ? "" : "-x\(workers)", provider, outcome.ok, outcome.failed, wall, Double(outcome.ok) / wall, cpu, window))
+        if let firstFailure = outcome.firstFailure { print("first failure: \(firstFailure.prefix(300))") }
+        if outcome.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// Sends the pushes numbered `range` over one client of its own.
+    func send(_ range: Range<Int>) throws -> (ok: Int, failed: Int, firstFailure: String?) {
         var configuration = HTTP2Client.Configuration(caFile: caFile, window: window)
         configuration.requestTimeout = .seconds(60)
         let client = try HTTP2Client(configuration)
@@ -43,13 +77,11 @@ struct PushBenchCommand: ParsableCommand {
         }
         try pushProvider.prepare()
         let kind: PushTarget.Provider = provider == "apns" ? .apns : .fcm
-        let cpuBefore = cpuSeconds()
-        let started = Date()
-        var next = 0
+        var next = range.lowerBound
         var ok = 0, failed = 0
         var firstFailure: String?
         client.run(next: {
-            guard next < count else { return nil }
+            guard next < range.upperBound else { return nil }
             defer { next += 1 }
             // In production the notification id comes from the database; Foundation's UUID() reads
             // /dev/urandom on every call (open, read, close), which would dominate this loop.
@@ -64,12 +96,7 @@ struct PushBenchCommand: ParsableCommand {
                 if firstFailure == nil { firstFailure = "\(result)" }
             }
         })
-        let wall = Date().timeIntervalSince(started)
-        let cpu = cpuSeconds() - cpuBefore
-        print(String(format: "push-bench %@: %d ok, %d failed in %.3f s: %.0f pushes/s, %.3f CPU s (window %d)",
-                     provider, ok, failed, wall, Double(ok) / wall, cpu, window))
-        if let firstFailure { print("first failure: \(firstFailure.prefix(300))") }
-        if failed > 0 { throw ExitCode(1) }
+        return (ok, failed, firstFailure)
     }
 
     /// A version-4-shaped UUID made from a counter.
@@ -91,4 +118,20 @@ struct PushBenchCommand: ParsableCommand {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
     }
+}
+
+/// The workers' counts, added up under a lock.
+final class Totals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sum = (ok: 0, failed: 0, firstFailure: String?.none)
+
+    func add(_ result: (ok: Int, failed: Int, firstFailure: String?)) {
+        lock.withLock {
+            sum.ok += result.ok
+            sum.failed += result.failed
+            sum.firstFailure = sum.firstFailure ?? result.firstFailure
+        }
+    }
+
+    var value: (ok: Int, failed: Int, firstFailure: String?) { lock.withLock { sum } }
 }

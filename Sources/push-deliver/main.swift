@@ -1,5 +1,6 @@
 import ArgumentParser
 import Delivery
+import Foundation
 import JobKit
 
 /// Sends every due delivery to APNs and FCM: new ones, retries, and rows a crashed run left.
@@ -22,6 +23,9 @@ struct PushDeliverCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a claimed delivery stays invisible to other push-deliver processes; after a crash it is due again once this passes.", valueName: "seconds"))
     var lease: Int = 300
 
+    @Option(name: .long, help: ArgumentHelp("Engines side by side, each on its own thread with its own database and HTTP/2 connections. Env: PUSH_WORKERS.", valueName: "n"))
+    var workers: Int?
+
     @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
     var statementTimeout: Int = 300
 
@@ -33,11 +37,13 @@ struct PushDeliverCommand: ParsableCommand {
     func validate() throws {
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
+        if let workers { guard (1...32).contains(workers) else { throw ValidationError("--workers must be from 1 to 32") } }
     }
 
     func run() throws {
         let status = DeliverRunner.run(.init(databaseURL: databaseURL, dryRun: dryRun, format: format, lease: lease,
-                                             statementTimeout: statementTimeout, logLevel: logLevel, delivery: delivery))
+                                             statementTimeout: statementTimeout, logLevel: logLevel, delivery: delivery,
+                                             workers: workers ?? ProcessInfo.processInfo.environment["PUSH_WORKERS"].flatMap { Int($0) }.map { min(max($0, 1), 32) } ?? 1))
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

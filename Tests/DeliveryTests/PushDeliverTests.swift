@@ -351,12 +351,13 @@ import TestSupport
         #expect(!output.contains("ya29."), "no access token")
     }
 
-    @Test func fourConcurrentPushDeliverProcessesSendEachDeliveryExactlyOnce() throws {
+    /// `count` mentors with one APNs token and one pending delivery each, made in one statement.
+    func bulkDeliveries(_ count: Int) throws {
         let org = try f.organization("Org")
         try f.connection.execute("""
             WITH u AS (
                 INSERT INTO users (organization_id, role, display_name, joined_at)
-                SELECT \(org), 'peer_mentor', 'Mentor ' || g, now() - interval '100 days' FROM generate_series(1, 2000) g RETURNING id
+                SELECT \(org), 'peer_mentor', 'Mentor ' || g, now() - interval '100 days' FROM generate_series(1, \(count)) g RETURNING id
             ), t AS (
                 INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id)
                 SELECT id, 'apns', md5(id::text) || md5(id::text || 'x'), 'production', 'no.likeperson.app' FROM u RETURNING id, user_id
@@ -366,6 +367,22 @@ import TestSupport
             )
             INSERT INTO deliveries (notification_id, device_token_id) SELECT n.id, t.id FROM n JOIN t USING (user_id)
             """)
+    }
+
+    @Test func workersInOneProcessSendEachDeliveryOnceOverTheirOwnConnections() throws {
+        try bulkDeliveries(900)
+        let result = try Jobs.pushDeliver(db, ["--workers", "3"], environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try states() == ["sent": 900])
+        let sent = pushes(.apns).filter { $0.status == 200 }
+        #expect(sent.count == 900)
+        #expect(Set(sent.compactMap(\.deviceToken)).count == 900, "no delivery sent twice")
+        #expect(Set(sent.map(\.connectionID)).count <= 3)
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 900)
+    }
+
+    @Test func fourConcurrentPushDeliverProcessesSendEachDeliveryExactlyOnce() throws {
+        try bulkDeliveries(2000)
         var environment = push.variables
         environment["PUSH_CONCURRENCY"] = "50"
         let running = try (0..<4).map { _ in
