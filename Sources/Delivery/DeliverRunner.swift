@@ -45,13 +45,8 @@ public enum DeliverRunner {
         var details = ""
         var message: String?
         do {
-            let url = options.databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
-            let connection: Connection
-            do {
-                connection = try Connection(url: url, applicationName: "push-deliver", statementTimeout: .seconds(options.statementTimeout))
-            } catch {
-                throw JobFailure(.unavailable, "\(error)")
-            }
+            let url = JobDatabase.url(flag: options.databaseURL)
+            let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
             try Schema.check(connection)
             let settings = try PushSettings.load(options.delivery)
             if options.dryRun {
@@ -110,12 +105,7 @@ public enum DeliverRunner {
                 var workerLogger = logger
                 workerLogger[metadataKey: "worker"] = "\(index + 1)"
                 do {
-                    let connection: Connection
-                    do {
-                        connection = try Connection(url: url, applicationName: "push-deliver", statementTimeout: .seconds(options.statementTimeout))
-                    } catch {
-                        throw JobFailure(.unavailable, "\(error)")
-                    }
+                    let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     results.add(.success(try drain(connection, settings: settings, options: options, logger: workerLogger)))
                 } catch {
                     results.add(.failure(JobRunner.classify(error)))
@@ -181,19 +171,7 @@ final class WorkerResults: @unchecked Sendable {
     func merged() throws -> DeliveryReport {
         try lock.withLock {
             var total = DeliveryReport()
-            for result in results {
-                let report = try result.get()
-                total.claimed += report.claimed
-                total.sent += report.sent
-                total.retried += report.retried
-                total.failed += report.failed
-                total.dead += report.dead
-                total.expired += report.expired
-                total.tokensRetired += report.tokensRetired
-                total.held += report.held
-                total.brokenProviders.merge(report.brokenProviders) { first, _ in first }
-                total.unavailableProviders.merge(report.unavailableProviders) { first, _ in first }
-            }
+            for result in results { total.add(try result.get()) }
             return total
         }
     }

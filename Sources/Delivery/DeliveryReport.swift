@@ -18,6 +18,20 @@ public struct DeliveryReport: Sendable {
 
     public init() {}
 
+    /// Adds another run's counts (parallel workers).
+    public mutating func add(_ other: DeliveryReport) {
+        claimed += other.claimed
+        sent += other.sent
+        retried += other.retried
+        failed += other.failed
+        dead += other.dead
+        expired += other.expired
+        tokensRetired += other.tokensRetired
+        held += other.held
+        brokenProviders.merge(other.brokenProviders) { first, _ in first }
+        unavailableProviders.merge(other.unavailableProviders) { first, _ in first }
+    }
+
     public var json: String {
         var writer = JSONWriter()
         writer.add("claimed", claimed)

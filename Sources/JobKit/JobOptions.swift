@@ -39,7 +39,7 @@ public struct JobOptions: ParsableArguments, Sendable {
 
     /// The connection string: the flag, else `DATABASE_URL`, else nil (libpq's defaults).
     public var resolvedDatabaseURL: String? {
-        databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        JobDatabase.url(flag: databaseURL)
     }
 }
 

@@ -131,14 +131,8 @@ public enum JobRunner {
         }
     }
 
-    /// Opens a connection, turning libpq's failure into exit 69 with its message.
     static func connect(_ options: JobOptions, name: String) throws -> Connection {
-        do {
-            return try Connection(url: options.resolvedDatabaseURL, applicationName: name,
-                                  statementTimeout: .seconds(options.statementTimeout))
-        } catch let error as PostgresError {
-            throw JobFailure(.unavailable, "\(error)")
-        }
+        try JobDatabase.connect(url: options.resolvedDatabaseURL, name: name, statementTimeout: options.statementTimeout)
     }
 
     private static func finishRun(_ connection: Connection, runID: Int, summary: RunSummary, logger: Logger) {

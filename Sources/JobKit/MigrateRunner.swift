@@ -10,13 +10,7 @@ public enum MigrateRunner {
                 throw JobFailure(.config, "cannot find sql/migrations: pass --migrations-dir or set MIGRATIONS_DIR")
             }
             let migrator = try Migrator(directory: directory)
-            let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
-            let connection: Connection
-            do {
-                connection = try Connection(url: url, applicationName: "migrate")
-            } catch {
-                throw JobFailure(.unavailable, "\(error)")
-            }
+            let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "migrate")
             let report = try migrator.apply(to: connection, dryRun: dryRun) { name in
                 logger.info("\(dryRun ? "would apply" : "applying") \(name)")
             }

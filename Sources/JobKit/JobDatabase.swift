@@ -1,0 +1,19 @@
+import Foundation
+import Postgres
+
+/// How every executable finds and opens its database, so they all behave the same.
+public enum JobDatabase {
+    /// The connection string: the flag, else `DATABASE_URL`, else nil (libpq's own conventions).
+    public static func url(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        flag ?? environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Opens a connection, turning libpq's failure into exit 69 with its message.
+    public static func connect(url: String?, name: String, statementTimeout: Int = 300) throws -> Connection {
+        do {
+            return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))
+        } catch {
+            throw JobFailure(.unavailable, "\(error)")
+        }
+    }
+}
