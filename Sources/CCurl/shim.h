@@ -1,6 +1,8 @@
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 #include <curl/curl.h>
+#include <errno.h>
+#include <sys/epoll.h>
 
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, which Swift cannot call:
 // one typed wrapper per argument kind. CURLVERSION_NOW is a macro Swift cannot import.
@@ -20,13 +22,52 @@ static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { r
 static inline CURLcode ccurl_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_socket_function(CURLM *m, int (*f)(CURL *, curl_socket_t, int, void *, void *)) {
+    return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f);
+}
+static inline CURLMcode ccurl_multi_setopt_timer_function(CURLM *m, int (*f)(CURLM *, long, void *)) {
+    return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
+}
 static inline curl_version_info_data *ccurl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+
+// epoll for libcurl's socket interface (struct epoll_event is packed on x86-64, awkward from Swift).
+// Watches `fd` for what libcurl's socket callback asked (CURL_POLL_IN / OUT / INOUT / REMOVE).
+static inline int ccurl_epoll_watch(int ep, curl_socket_t fd, int what) {
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);  // fails harmlessly when libcurl already closed it
+        return 0;
+    }
+    struct epoll_event event = {0};
+    if (what & CURL_POLL_IN) event.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
+    event.data.fd = fd;
+    if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &event) == 0) return 0;
+    if (errno == ENOENT) return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &event);
+    return -1;
+}
+// Waits up to `timeout_ms` and writes up to `capacity` ready sockets with their CURL_CSELECT_* masks.
+static inline int ccurl_epoll_wait(int ep, curl_socket_t *fds, int *masks, int capacity, int timeout_ms) {
+    struct epoll_event events[16];
+    if (capacity > 16) capacity = 16;
+    int count = epoll_wait(ep, events, capacity, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        fds[i] = events[i].data.fd;
+        int mask = 0;
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
+        if (events[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+        if (events[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
+        masks[i] = mask;
+    }
+    return count;
+}
 
 // Flag macros built from expressions, re-exported as constants Swift can see.
 enum {
     CCURL_VERSION_HTTP2 = CURL_VERSION_HTTP2,
     CCURL_GLOBAL_ALL = CURL_GLOBAL_ALL,
     CCURLPIPE_MULTIPLEX = CURLPIPE_MULTIPLEX,
+    CCURL_SOCKET_TIMEOUT = CURL_SOCKET_TIMEOUT,
 };
 
 #endif

@@ -33,6 +33,10 @@ public final class HTTP2Client {
     private var idle: [Transfer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var verifiedHTTP2 = false
+    /// The epoll instance watching the sockets libcurl asked about.
+    private let epoll: Int32
+    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it set no timer.
+    private var timerDeadline: ContinuousClock.Instant?
 
     /// Fails when libcurl was built without HTTP/2.
     public init(_ configuration: Configuration) throws {
@@ -46,6 +50,27 @@ public final class HTTP2Client {
         ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CCURLPIPE_MULTIPLEX))
         ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
         ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.window)
+        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else {
+            curl_multi_cleanup(multi)
+            throw HTTPTransportError(.connect, "epoll_create1 failed: \(String(cString: strerror(errno)))")
+        }
+        self.epoll = epoll
+        // libcurl's socket interface: libcurl says which sockets to watch and when to call back; the
+        // client waits on them with epoll and hands libcurl only what is ready, so an answer on one
+        // stream costs no poll() of every transfer (what curl_multi_perform + curl_multi_poll do).
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        ccurl_multi_setopt_socket_function(multi) { _, fd, what, context, _ in
+            let client = Unmanaged<HTTP2Client>.fromOpaque(context!).takeUnretainedValue()
+            return ccurl_epoll_watch(client.epoll, fd, what) == 0 ? 0 : -1
+        }
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
+        ccurl_multi_setopt_timer_function(multi) { _, milliseconds, context in
+            let client = Unmanaged<HTTP2Client>.fromOpaque(context!).takeUnretainedValue()
+            client.timerDeadline = milliseconds < 0 ? nil : ContinuousClock.now + .milliseconds(milliseconds)
+            return 0
+        }
     }
 
     deinit {
@@ -53,6 +78,7 @@ public final class HTTP2Client {
         active.removeAll()
         idle.removeAll()
         curl_multi_cleanup(multi)
+        close(epoll)
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CCURL_GLOBAL_ALL)) }()
@@ -69,14 +95,12 @@ public final class HTTP2Client {
                 start(request)
             }
             if active.isEmpty { return }
-            var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            wait()
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
-                let key = easy
-                guard let transfer = active.removeValue(forKey: key) else { continue }
+                guard let transfer = active.removeValue(forKey: easy) else { continue }
                 curl_multi_remove_handle(multi, easy)
                 let result = finish(transfer, code: code)
                 let request = transfer.request!
@@ -86,10 +110,28 @@ public final class HTTP2Client {
                 // A completion may have produced more work (a resend after a credential refresh): ask again.
                 exhausted = false
             }
-            if !active.isEmpty && running > 0 {
-                var ready: Int32 = 0
-                curl_multi_poll(multi, nil, 0, 100, &ready)
-            }
+        }
+    }
+
+    /// Waits for a socket libcurl watches to be ready, or for libcurl's timer, and lets libcurl act on it.
+    /// Never blocks longer than a second, so a lost timer cannot hang a job (libcurl's own timeouts
+    /// still bound every transfer).
+    private func wait() {
+        var timeout: Int32 = 1000
+        if let deadline = timerDeadline {
+            let left = ContinuousClock.now.duration(to: deadline)
+            timeout = left <= .zero ? 0 : Int32(min(1000, left.milliseconds + 1))
+        }
+        var fds = [curl_socket_t](repeating: 0, count: 16)
+        var masks = [Int32](repeating: 0, count: 16)
+        let ready = timeout == 0 ? 0 : ccurl_epoll_wait(epoll, &fds, &masks, 16, timeout)
+        var running: Int32 = 0
+        for index in 0..<max(0, Int(ready)) {
+            curl_multi_socket_action(multi, fds[index], masks[index], &running)
+        }
+        if let deadline = timerDeadline, deadline <= ContinuousClock.now {
+            timerDeadline = nil
+            curl_multi_socket_action(multi, curl_socket_t(CCURL_SOCKET_TIMEOUT), 0, &running)
         }
     }
 
@@ -157,6 +199,7 @@ final class Transfer {
     var responseBody: [UInt8] = []
     var responseHeaders: [(String, String)] = []
     var headerList: UnsafeMutablePointer<curl_slist>?
+    private var headerLine: [UInt8] = []
     /// libcurl writes error details here during the transfer, so it must outlive every call: heap memory.
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
@@ -170,6 +213,8 @@ final class Transfer {
         ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.verbose ? 1 : 0)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        // No proxy from the environment (http_proxy, no_proxy, …): libcurl would look them up per request.
+        ccurl_easy_setopt_string(easy, CURLOPT_PROXY, "")
         if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
@@ -221,10 +266,21 @@ final class Transfer {
         curl_slist_free_all(headerList)
         headerList = nil
         for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, name + ": " + value)
+            // "name: value" NUL-terminated in a reused buffer (curl_slist_append copies it).
+            headerLine.removeAll(keepingCapacity: true)
+            headerLine.append(contentsOf: name.utf8)
+            headerLine.append(UInt8(ascii: ":"))
+            headerLine.append(UInt8(ascii: " "))
+            headerLine.append(contentsOf: value.utf8)
+            headerLine.append(0)
+            headerList = headerLine.withUnsafeBufferPointer {
+                $0.withMemoryRebound(to: CChar.self) { curl_slist_append(headerList, $0.baseAddress) }
+            }
         }
-        // libcurl adds "Expect: 100-continue" to large POSTs over HTTP/1.1; an empty value suppresses it.
+        // libcurl adds "Expect: 100-continue" to large POSTs over HTTP/1.1 and "Accept: */*" to every
+        // request; an empty value suppresses each.
         headerList = curl_slist_append(headerList, "expect:")
+        headerList = curl_slist_append(headerList, "accept:")
         ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
     }
 

@@ -22,9 +22,15 @@ public struct APNsRequestBuilder: Sendable {
 
     /// The request for one device. `authorization` is the current provider token.
     public func request(_ message: PushMessage, target: PushTarget, authorization: String, tag: Int) -> HTTPRequest {
+        request(message, target: target, authorizationHeader: "bearer " + authorization, tag: tag)
+    }
+
+    /// The request for one device, with the whole `authorization` header value (`bearer <token>`),
+    /// which the provider keeps for as long as the token lives.
+    public func request(_ message: PushMessage, target: PushTarget, authorizationHeader: String, tag: Int) -> HTTPRequest {
         let endpoint = target.apnsEnvironment == .sandbox ? sandboxEndpoint : productionEndpoint
         var headers: [(String, String)] = [
-            ("authorization", "bearer " + authorization),
+            ("authorization", authorizationHeader),
             ("apns-topic", topic),
             ("apns-push-type", "alert"),
             ("apns-priority", "10"),
@@ -34,14 +40,19 @@ public struct APNsRequestBuilder: Sendable {
         ]
         headers.append(("apns-expiration", message.expiresAt.map { String(max(0, Int($0.timeIntervalSince1970))) } ?? "0"))
         return HTTPRequest(url: endpoint + "/3/device/" + target.token, headers: headers,
-                           body: Array(APNsRequestBuilder.payload(message).utf8), tag: tag)
+                           body: APNsRequestBuilder.payloadBytes(message), tag: tag)
     }
 
     /// The JSON payload, at most 4096 bytes: when too long, the body is shortened at a character
     /// boundary (never inside an emoji or an escape) and ends with "…"; the JSON is never cut.
     public static func payload(_ message: PushMessage) -> String {
+        String(decoding: payloadBytes(message), as: UTF8.self)
+    }
+
+    /// `payload(_:)` as the UTF-8 bytes that are sent.
+    public static func payloadBytes(_ message: PushMessage) -> [UInt8] {
         let full = render(message, title: message.title, body: message.body)
-        if full.utf8.count <= maxPayloadBytes { return full }
+        if full.count <= maxPayloadBytes { return full }
         var shortened = message
         // Shorten the body first, then the title, each by binary search over whole characters.
         for field in [\PushMessage.body, \PushMessage.title] {
@@ -51,32 +62,32 @@ public struct APNsRequestBuilder: Sendable {
                 let mid = (low + high + 1) / 2
                 var candidate = shortened
                 candidate[keyPath: field] = String(characters[..<mid]) + "…"
-                if render(candidate, title: candidate.title, body: candidate.body).utf8.count <= maxPayloadBytes { low = mid } else { high = mid - 1 }
+                if render(candidate, title: candidate.title, body: candidate.body).count <= maxPayloadBytes { low = mid } else { high = mid - 1 }
             }
             shortened[keyPath: field] = low == characters.count ? String(characters) : String(characters[..<low]) + "…"
             let text = render(shortened, title: shortened.title, body: shortened.body)
-            if text.utf8.count <= maxPayloadBytes { return text }
+            if text.count <= maxPayloadBytes { return text }
         }
         // Only the custom data can still be too big: send the alert without it.
         shortened.data = []
         return render(shortened, title: shortened.title, body: shortened.body)
     }
 
-    private static func render(_ message: PushMessage, title: String, body: String) -> String {
+    private static func render(_ message: PushMessage, title: String, body: String) -> [UInt8] {
         var alert = JSONWriter()
         alert.add("title", title)
         alert.add("body", body)
         var aps = JSONWriter()
-        aps.add("alert", json: alert.json)
+        aps.add("alert", object: alert)
         aps.add("badge", message.badge)
         aps.add("sound", sound(for: message.category))
         aps.add("thread-id", message.category)
         aps.add("category", message.category)
         var root = JSONWriter()
-        root.add("aps", json: aps.json)
+        root.add("aps", object: aps)
         root.add("notification_id", message.notificationID.lowercasedString)
         for (key, value) in message.data where key != "aps" && key != "notification_id" { root.add(key, value) }
-        return root.json
+        return root.utf8
     }
 
     /// The sound for a category: celebrations get their own, everything else the default.

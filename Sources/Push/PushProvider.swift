@@ -18,20 +18,27 @@ public final class APNsProvider: PushProvider {
     public let name = "apns"
     public let tokens: APNsTokenFactory
     public let builder: APNsRequestBuilder
+    /// The provider token in use, and the `authorization` header value made from it.
     private var authorization: String
+    private var authorizationHeader: String
 
     public init(credentials: APNsCredentials, productionEndpoint: String = APNsRequestBuilder.productionEndpoint,
                 sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint, clock: @escaping () -> Date = Date.init) {
         tokens = APNsTokenFactory(credentials: credentials, clock: clock)
         builder = APNsRequestBuilder(topic: credentials.topic, productionEndpoint: productionEndpoint, sandboxEndpoint: sandboxEndpoint)
         authorization = tokens.token()
+        authorizationHeader = "bearer " + authorization
     }
 
     public func prepare() throws(PushOutcomeError) {}
 
     public func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest {
-        authorization = tokens.token()
-        return builder.request(message, target: target, authorization: authorization, tag: tag)
+        let current = tokens.token()
+        if current != authorization {
+            authorization = current
+            authorizationHeader = "bearer " + current
+        }
+        return builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
     }
 
     public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
@@ -41,6 +48,7 @@ public final class APNsProvider: PushProvider {
     public func refreshCredentials() -> Bool {
         guard let fresh = tokens.refreshAfterExpiry() else { return false }
         authorization = fresh
+        authorizationHeader = "bearer " + fresh
         return true
     }
 }

@@ -37,6 +37,13 @@ public struct JSONWriter {
         bytes.append(contentsOf: json.utf8)
     }
 
+    /// Adds the object another writer built, without a round trip through `String`.
+    public mutating func add(_ name: String, object: JSONWriter) {
+        key(name)
+        bytes.append(contentsOf: object.bytes)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
     public mutating func add(_ name: String, strings: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))
@@ -45,6 +52,13 @@ public struct JSONWriter {
             JSONWriter.appendString(s, to: &bytes)
         }
         bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// The finished object as UTF-8 bytes.
+    public var utf8: [UInt8] {
+        var out = bytes
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// The finished object.

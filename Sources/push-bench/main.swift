@@ -28,11 +28,13 @@ struct PushBenchCommand: ParsableCommand {
     @Option(help: "Connections side by side, each on its own thread (push-deliver --workers).") var workers: Int = 1
 
     func run() throws {
+        // The device tokens, made before the clock starts: in production they arrive as column values.
+        let tokens = (0..<count).map { provider == "apns" ? PushBenchCommand.apnsToken($0) : PushBenchCommand.fcmToken($0) }
         let cpuBefore = cpuSeconds()
         let started = Date()
         let outcome: (ok: Int, failed: Int, firstFailure: String?)
         if workers <= 1 {
-            outcome = try send(0..<count)
+            outcome = try send(0..<count, tokens: tokens)
         } else {
             let total = Totals()
             let group = DispatchGroup()
@@ -42,7 +44,7 @@ struct PushBenchCommand: ParsableCommand {
                 group.enter()
                 Thread {
                     defer { group.leave() }
-                    let result = (try? self.send(range)) ?? (0, range.count, "worker \(worker + 1) failed to start")
+                    let result = (try? self.send(range, tokens: tokens)) ?? (0, range.count, "worker \(worker + 1) failed to start")
                     total.add(result)
                 }.start()
             }
@@ -59,7 +61,7 @@ struct PushBenchCommand: ParsableCommand {
     }
 
     /// Sends the pushes numbered `range` over one client of its own.
-    func send(_ range: Range<Int>) throws -> (ok: Int, failed: Int, firstFailure: String?) {
+    func send(_ range: Range<Int>, tokens: [String]) throws -> (ok: Int, failed: Int, firstFailure: String?) {
         var configuration = HTTP2Client.Configuration(caFile: caFile, window: window)
         configuration.requestTimeout = .seconds(60)
         let client = try HTTP2Client(configuration)
@@ -88,8 +90,7 @@ struct PushBenchCommand: ParsableCommand {
             let message = PushMessage(notificationID: PushBenchCommand.uuid(next), category: "inactivity", title: "Har du noe å registrere?",
                                       body: "Hei Kari! Det er 20 dager siden du sist registrerte en aktivitet.",
                                       data: [("route", "/activities/new")], badge: 1, expiresAt: Date().addingTimeInterval(86_400))
-            let token = kind == .apns ? String(repeating: "0", count: 48) + PushBenchCommand.hex16(next + 1) : "bench\(next):APA91b" + String(repeating: "x", count: 134)
-            return pushProvider.request(message, target: PushTarget(provider: kind, token: token, apnsEnvironment: .production), tag: next)
+            return pushProvider.request(message, target: PushTarget(provider: kind, token: tokens[next], apnsEnvironment: .production), tag: next)
         }, completed: { _, result in
             if case .success(let response) = result, response.status == 200 { ok += 1 } else {
                 failed += 1
@@ -106,6 +107,12 @@ struct PushBenchCommand: ParsableCommand {
                            UInt8(truncatingIfNeeded: v >> 40), UInt8(truncatingIfNeeded: v >> 32), UInt8(truncatingIfNeeded: v >> 24),
                            UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v)))
     }
+
+    /// The APNs device token of push `n`: 64 hex digits.
+    static func apnsToken(_ n: Int) -> String { String(repeating: "0", count: 48) + hex16(n + 1) }
+
+    /// The FCM registration token of push `n`.
+    static func fcmToken(_ n: Int) -> String { "bench\(n):APA91b" + String(repeating: "x", count: 134) }
 
     /// `n` as 16 lower-case hex digits.
     static func hex16(_ n: Int) -> String {
