@@ -101,6 +101,7 @@ let package = Package(
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         .testTarget(name: "PushTests", dependencies: ["Push", "HTTP2", "FakePush", "TestSupport"]),
-        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Push", "FakePush", "TestSupport", "push-deliver"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Push", "HTTP2", "Postgres", "FakePush", "TestSupport", "push-deliver",
+                                                          .product(name: "Logging", package: "swift-log")]),
     ]
 )

@@ -37,6 +37,9 @@ public final class HTTP2Client {
     private let epoll: Int32
     /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it set no timer.
     private var timerDeadline: ContinuousClock.Instant?
+    /// What one epoll_wait returned: sockets and their CURL_CSELECT_* masks.
+    private var readyFDs = [curl_socket_t](repeating: 0, count: 16)
+    private var readyMasks = [Int32](repeating: 0, count: 16)
 
     /// Fails when libcurl was built without HTTP/2.
     public init(_ configuration: Configuration) throws {
@@ -115,19 +118,18 @@ public final class HTTP2Client {
 
     /// Waits for a socket libcurl watches to be ready, or for libcurl's timer, and lets libcurl act on it.
     /// Never blocks longer than a second, so a lost timer cannot hang a job (libcurl's own timeouts
-    /// still bound every transfer).
+    /// still bound every transfer). When the timer is already due, ready sockets are still collected
+    /// (without waiting), so libcurl learns of them along with the timeout.
     private func wait() {
         var timeout: Int32 = 1000
         if let deadline = timerDeadline {
             let left = ContinuousClock.now.duration(to: deadline)
             timeout = left <= .zero ? 0 : Int32(min(1000, left.milliseconds + 1))
         }
-        var fds = [curl_socket_t](repeating: 0, count: 16)
-        var masks = [Int32](repeating: 0, count: 16)
-        let ready = timeout == 0 ? 0 : ccurl_epoll_wait(epoll, &fds, &masks, 16, timeout)
+        let ready = ccurl_epoll_wait(epoll, &readyFDs, &readyMasks, Int32(readyFDs.count), timeout)
         var running: Int32 = 0
         for index in 0..<max(0, Int(ready)) {
-            curl_multi_socket_action(multi, fds[index], masks[index], &running)
+            curl_multi_socket_action(multi, readyFDs[index], readyMasks[index], &running)
         }
         if let deadline = timerDeadline, deadline <= ContinuousClock.now {
             timerDeadline = nil

@@ -1,0 +1,49 @@
+import Delivery
+import FakePush
+import Foundation
+import HTTP2
+import Logging
+import Push
+import Testing
+import TestSupport
+
+/// APNs `403 ExpiredProviderToken` that a fresh provider token cures: the engine mints one (the token in
+/// use being older than Apple's 20-minute floor) and sends the push again on the same connection.
+/// In-process, because the engine's and the fake's clocks must be moved past that floor.
+@Suite struct ProviderTokenRefreshTests {
+    @Test func anExpiredProviderTokenIsReplacedOnceAndThePushIsSentAgain() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let f = try Fixtures(db, now: Date())
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let iphone = try f.device(kari, provider: "apns")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+
+        let clock = TestClock()
+        let push = try PushEnvironment { $0.now = { clock.now } }
+        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
+                                              teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
+        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
+                                    sandboxEndpoint: push.server.baseURL, clock: { clock.now })
+        let firstToken = provider.tokens.token()
+        // 25 minutes on, the token is still within its 50-minute reuse, and APNs calls it expired once.
+        clock.advance(25 * 60)
+        push.server.inject(.expiredProviderToken, count: 1)
+        let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
+                                  client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
+                                  maxAttempts: 5, logger: Logger(label: "test"))
+        let report = try engine.run(scope: .all)
+
+        #expect(report.brokenProviders.isEmpty, "\(report.brokenProviders)")
+        let sent = push.server.requests().filter { $0.provider == .apns }
+        #expect(sent.map(\.status) == [403, 200])
+        #expect(sent.allSatisfy { $0.deviceToken == iphone.token })
+        #expect(sent.first?.header("authorization") == "bearer " + firstToken)
+        #expect(sent.last?.header("authorization") != "bearer " + firstToken, "a fresh provider token")
+        #expect(sent.last?.jwtIssuedAt == Int(clock.now.timeIntervalSince1970), "minted at the (moved) clock's now")
+        #expect(Set(sent.map(\.connectionID)).count == 1, "on the same connection")
+        let row = try #require(try f.connection.query("SELECT state, attempts FROM deliveries").first)
+        #expect(try row.decode(0, as: String.self) == "sent")
+        #expect(try row.decode(1, as: Int.self) == 1, "the resend after a refresh is not a new attempt")
+    }
+}
