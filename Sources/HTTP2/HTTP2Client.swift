@@ -33,13 +33,8 @@ public final class HTTP2Client {
     private var idle: [Transfer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var verifiedHTTP2 = false
-    /// The epoll instance watching the sockets libcurl asked about.
-    private let epoll: Int32
-    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it set no timer.
-    private var timerDeadline: ContinuousClock.Instant?
-    /// What one epoll_wait returned: sockets and their CURL_CSELECT_* masks.
-    private var readyFDs = [curl_socket_t](repeating: 0, count: 16)
-    private var readyMasks = [Int32](repeating: 0, count: 16)
+    /// What libcurl's socket and timer callbacks tell the client.
+    private let watch: SocketWatch
 
     /// Fails when libcurl was built without HTTP/2.
     public init(_ configuration: Configuration) throws {
@@ -58,20 +53,20 @@ public final class HTTP2Client {
             curl_multi_cleanup(multi)
             throw HTTPTransportError(.connect, "epoll_create1 failed: \(String(cString: strerror(errno)))")
         }
-        self.epoll = epoll
+        watch = SocketWatch(epoll: epoll)
         // libcurl's socket interface: libcurl says which sockets to watch and when to call back; the
         // client waits on them with epoll and hands libcurl only what is ready, so an answer on one
         // stream costs no poll() of every transfer (what curl_multi_perform + curl_multi_poll do).
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        let context = Unmanaged.passUnretained(watch).toOpaque()
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
         ccurl_multi_setopt_socket_function(multi) { _, fd, what, context, _ in
-            let client = Unmanaged<HTTP2Client>.fromOpaque(context!).takeUnretainedValue()
-            return ccurl_epoll_watch(client.epoll, fd, what) == 0 ? 0 : -1
+            let watch = Unmanaged<SocketWatch>.fromOpaque(context!).takeUnretainedValue()
+            return ccurl_epoll_watch(watch.epoll, fd, what) == 0 ? 0 : -1
         }
-        ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         ccurl_multi_setopt_timer_function(multi) { _, milliseconds, context in
-            let client = Unmanaged<HTTP2Client>.fromOpaque(context!).takeUnretainedValue()
-            client.timerDeadline = milliseconds < 0 ? nil : ContinuousClock.now + .milliseconds(milliseconds)
+            let watch = Unmanaged<SocketWatch>.fromOpaque(context!).takeUnretainedValue()
+            watch.timerDeadline = milliseconds < 0 ? nil : ContinuousClock.now + .milliseconds(milliseconds)
             return 0
         }
     }
@@ -81,7 +76,7 @@ public final class HTTP2Client {
         active.removeAll()
         idle.removeAll()
         curl_multi_cleanup(multi)
-        close(epoll)
+        close(watch.epoll)
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CCURL_GLOBAL_ALL)) }()
@@ -122,17 +117,17 @@ public final class HTTP2Client {
     /// (without waiting), so libcurl learns of them along with the timeout.
     private func wait() {
         var timeout: Int32 = 1000
-        if let deadline = timerDeadline {
+        if let deadline = watch.timerDeadline {
             let left = ContinuousClock.now.duration(to: deadline)
             timeout = left <= .zero ? 0 : Int32(min(1000, left.milliseconds + 1))
         }
-        let ready = ccurl_epoll_wait(epoll, &readyFDs, &readyMasks, Int32(readyFDs.count), timeout)
+        let ready = ccurl_epoll_wait(watch.epoll, &watch.readyFDs, &watch.readyMasks, Int32(watch.readyFDs.count), timeout)
         var running: Int32 = 0
         for index in 0..<max(0, Int(ready)) {
-            curl_multi_socket_action(multi, readyFDs[index], readyMasks[index], &running)
+            curl_multi_socket_action(multi, watch.readyFDs[index], watch.readyMasks[index], &running)
         }
-        if let deadline = timerDeadline, deadline <= ContinuousClock.now {
-            timerDeadline = nil
+        if let deadline = watch.timerDeadline, deadline <= ContinuousClock.now {
+            watch.timerDeadline = nil
             curl_multi_socket_action(multi, curl_socket_t(CCURL_SOCKET_TIMEOUT), 0, &running)
         }
     }
@@ -188,6 +183,19 @@ public final class HTTP2Client {
         guard let components = URLComponents(string: url), let host = components.host else { return "?" }
         return "\(components.scheme ?? "https")://\(host)" + (components.port.map { ":\($0)" } ?? "")
     }
+}
+
+/// The sockets libcurl asked the client to watch (an epoll set) and the timer it asked for. A separate
+/// object so libcurl's callbacks never touch the client itself, not even while it is being torn down.
+final class SocketWatch {
+    let epoll: Int32
+    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it set no timer.
+    var timerDeadline: ContinuousClock.Instant?
+    /// What one epoll_wait returned: sockets and their CURL_CSELECT_* masks.
+    var readyFDs = [curl_socket_t](repeating: 0, count: 16)
+    var readyMasks = [Int32](repeating: 0, count: 16)
+
+    init(epoll: Int32) { self.epoll = epoll }
 }
 
 /// One pooled `CURL` easy handle and the buffers of its current request. The options that never
