@@ -33,6 +33,26 @@ import TestSupport
         #expect(Set(push.server.requests().map(\.connectionID)).count == 1)
     }
 
+    @Test func theServersStreamLimitHoldsBackWhatTheWindowWouldAllow() throws {
+        // APNs' way: one stream until a valid provider token, then a limit (here 10, under our window of 100).
+        let push = try PushEnvironment {
+            $0.initialMaxConcurrentStreams = 1
+            $0.apnsMaxConcurrentStreams = 10
+        }
+        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
+        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL, sandboxEndpoint: push.server.baseURL)
+        let requests = (0..<200).map { i in
+            provider.request(PushMessage(notificationID: UUID(), category: "inactivity", title: "T", body: "B", data: [], badge: 1, expiresAt: nil),
+                             target: PushTarget(provider: .apns, token: String(format: "%064x", i + 1), apnsEnvironment: .production), tag: i)
+        }
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 100))
+        let results = client.send(requests)
+        let failures = results.filter { (try? $0.get().status) != 200 }
+        #expect(failures.isEmpty, "a stream over the server's limit is refused: \(failures.prefix(3))")
+        #expect(push.server.requests().count == 200)
+        #expect(Set(push.server.requests().map(\.connectionID)).count == 1, "waited for a free stream, no second connection")
+    }
+
     @Test func tlsVerificationIsAlwaysOn() throws {
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: nil))
         let result = client.send(try apnsRequests(1))[0]
