@@ -34,6 +34,8 @@ public enum DeliverRunner {
         }
     }
 
+    /// Returns the exit status. After SIGTERM or SIGINT it stops early (see `StopRequest`), prints its
+    /// summary, and then ends the process by that signal.
     public static func run(_ options: Options) -> ExitStatus {
         let logger = JobLogging.logger(job: "push-deliver", level: options.logLevel)
         let clock = ContinuousClock()
@@ -49,6 +51,7 @@ public enum DeliverRunner {
             let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
             try Schema.check(connection)
             let settings = try PushSettings.load(options.delivery)
+            if !options.dryRun { StopRequest.shared.install() }
             if options.dryRun {
                 details = try plan(connection, settings: settings, format: options.format)
             } else {
@@ -65,6 +68,7 @@ public enum DeliverRunner {
                 details = report.json
                 status = report.exitStatus
                 if status != .ok { outcome = "partial"; message = report.sentence }
+                if let stoppedBy = report.stoppedBy { outcome = "stopped"; message = "stopped by \(stoppedBy); \(report.sentence)" }
             }
         } catch {
             let failure = JobRunner.classify(error)
@@ -82,6 +86,7 @@ public enum DeliverRunner {
         summary.add("duration_ms", Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
         Output.line(summary.json)
         Output.flush()
+        StopRequest.shared.endIfRequested()
         return status
     }
 

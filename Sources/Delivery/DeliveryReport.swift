@@ -15,6 +15,10 @@ public struct DeliveryReport: Sendable {
     public var brokenProviders: [String: String] = [:]
     /// Providers that could not be reached to start with (the OAuth endpoint was down, say).
     public var unavailableProviders: [String: String] = [:]
+    /// The signal that stopped the run early ("SIGTERM"), if one did.
+    public var stoppedBy: String?
+    /// Claimed but not sent when the stop came: released at once for the next run, no attempt burned.
+    public var released = 0
 
     public init() {}
 
@@ -28,6 +32,8 @@ public struct DeliveryReport: Sendable {
         expired += other.expired
         tokensRetired += other.tokensRetired
         held += other.held
+        released += other.released
+        stoppedBy = stoppedBy ?? other.stoppedBy
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
         unavailableProviders.merge(other.unavailableProviders) { first, _ in first }
     }
@@ -43,6 +49,10 @@ public struct DeliveryReport: Sendable {
         writer.add("tokens_retired", tokensRetired)
         writer.add("held", held)
         if !brokenProviders.isEmpty { writer.add("broken_providers", strings: brokenProviders.keys.sorted()) }
+        if let stoppedBy {
+            writer.add("stopped_by", stoppedBy)
+            writer.add("released", released)
+        }
         return writer.json
     }
 
@@ -51,6 +61,7 @@ public struct DeliveryReport: Sendable {
         if held > 0 { text += ", \(held) held back" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
+        if let stoppedBy { text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run" }
         return text
     }
 }

@@ -37,6 +37,9 @@ public final class OutboxEngine {
     /// when `suspectLimit` pile up with no success, the provider is stopped as misconfigured and none
     /// of them is retired. At the end of the run, the few still held are retired.
     public var suspectLimit = 20
+    /// Asked to stop (SIGTERM, SIGINT): no new batch is claimed and no new push started; what is in
+    /// flight completes and is recorded; the rest of the batch is released for the next run.
+    public var stop: StopRequest = .shared
     private var confirmed = Set<String>()
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
 
@@ -64,7 +67,7 @@ public final class OutboxEngine {
                 usable.remove(kind)
             }
         }
-        while !usable.isEmpty {
+        while !usable.isEmpty && !stop.isRequested {
             let batch = try claim(scope: scope, providers: usable)
             if batch.isEmpty { break }
             report.claimed += batch.count
@@ -75,6 +78,8 @@ public final class OutboxEngine {
         for held in suspects.values.joined() { retire(held.claimed, reason: held.reason, status: held.status, since: nil, recorder: recorder, report: &report) }
         suspects.removeAll()
         report.tokensRetired += try recorder.flush()
+        report.stoppedBy = stop.requestedSignalName
+        if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
     }
 
@@ -170,6 +175,14 @@ public final class OutboxEngine {
         var live = usable
 
         client.run(next: {
+            if stop.isRequested {
+                // Stop: nothing new goes out; what was claimed and not sent is due again at once.
+                for claimed in resend + queue[index...] { recorder.release(claimed) }
+                report.released += resend.count + queue.count - index
+                resend.removeAll()
+                index = queue.count
+                return nil
+            }
             while failure == nil {
                 let claimed: Claimed
                 if !resend.isEmpty { claimed = resend.removeFirst() }

@@ -4,7 +4,9 @@ import Postgres
 
 /// Runs one scenario job from start to end, the flow of `design.md`: claim the run, select the
 /// candidates in one streaming query, decide, record (or print the plan in a dry run), report.
-/// Returns the exit status; the last line on stdout is always the run's JSON summary.
+/// Returns the exit status; the last line on stdout is always the run's JSON summary. After SIGTERM or
+/// SIGINT a writing run stops taking candidates, records what it decided, prints its summary and
+/// ends the process by that signal (see `StopRequest`); the next run picks up the rest.
 public enum JobRunner {
     public static func run<S: Scenario>(_ scenario: S, options: JobOptions, delivery: (any JobDelivery)? = nil) -> ExitStatus {
         let logger = JobLogging.logger(job: scenario.jobName, level: options.logLevel)
@@ -28,6 +30,7 @@ public enum JobRunner {
         summary.durationMilliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
         Output.line(summary.json)
         Output.flush()
+        StopRequest.shared.endIfRequested()
         return summary.exitStatus
     }
 
@@ -36,7 +39,10 @@ public enum JobRunner {
         let now = summary.asOf
         let reader = try connect(options, name: scenario.jobName)
         try Schema.check(reader)
-        if !options.dryRun && !options.explain { try delivery?.prepare() }
+        if !options.dryRun && !options.explain {
+            try delivery?.prepare()
+            StopRequest.shared.install()
+        }
 
         if !options.dryRun && !options.explain {
             let claimed: Bool = try reader.query("SELECT pg_try_advisory_lock(hashtext(\("mentor-push:job:" + scenario.jobName)))").first!.decode(0)
@@ -85,32 +91,40 @@ public enum JobRunner {
         let rulesByOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
         let streamStarted = ContinuousClock.now
         defer { logger.debug("candidate query and decisions took \(ContinuousClock.now - streamStarted)") }
-        try reader.transaction(.readOnly) {
-            try reader.stream(query, binary: true) { row in
-                guard let rule = rulesByOrganization[try Recipient.organization(of: row)] else { return }
-                let recipient = try Recipient(row: row, rule: rule)
-                let decision: Decision
-                if !rule.enabled {
-                    decision = .suppress(.organizationScenarioOff, detail: "\(rule.organizationName) has turned \(scenario.key) off")
-                } else if !recipient.pushEnabled {
-                    decision = .suppress(.pushDisabled, detail: "the user's notification master switch is off")
-                } else if !recipient.categoryEnabled {
-                    decision = .suppress(.categoryDisabled, detail: "the user has turned \(scenario.category.rawValue) notifications off")
-                } else {
-                    decision = scenario.decide(try scenario.candidate(row, recipient: recipient), recipient: recipient, rule: rule, now: now)
-                }
-                summary.count(decision)
-                if let printer {
-                    printer.print(recipient, organization: rule.organizationName, decision: decision)
-                } else {
-                    try recorder?.add(recipient, decision, into: &summary)
+        do {
+            try reader.transaction(.readOnly) {
+                try reader.stream(query, binary: true) { row in
+                    if recorder != nil && StopRequest.shared.isRequested { throw Stopped() }
+                    guard let rule = rulesByOrganization[try Recipient.organization(of: row)] else { return }
+                    let recipient = try Recipient(row: row, rule: rule)
+                    let decision: Decision
+                    if !rule.enabled {
+                        decision = .suppress(.organizationScenarioOff, detail: "\(rule.organizationName) has turned \(scenario.key) off")
+                    } else if !recipient.pushEnabled {
+                        decision = .suppress(.pushDisabled, detail: "the user's notification master switch is off")
+                    } else if !recipient.categoryEnabled {
+                        decision = .suppress(.categoryDisabled, detail: "the user has turned \(scenario.category.rawValue) notifications off")
+                    } else {
+                        decision = scenario.decide(try scenario.candidate(row, recipient: recipient), recipient: recipient, rule: rule, now: now)
+                    }
+                    summary.count(decision)
+                    if let printer {
+                        printer.print(recipient, organization: rule.organizationName, decision: decision)
+                    } else {
+                        try recorder?.add(recipient, decision, into: &summary)
+                    }
                 }
             }
+        } catch is Stopped {
+            summary.outcome = "stopped"
+            summary.stoppedBy = StopRequest.shared.requestedSignalName
+            summary.message = "stopped by \(summary.stoppedBy ?? "a signal") after \(summary.candidates) candidates; what was decided is recorded, the next run picks up the rest"
+            logger.notice("\(summary.message!)")
         }
         try recorder?.flush(into: &summary)
         printer?.footer(summary)
 
-        if !invalid.isEmpty {
+        if !invalid.isEmpty && summary.outcome == "ok" {
             summary.outcome = "partial"
             summary.exitStatus = .config
             summary.message = "\(invalid.count) organization(s) skipped for invalid \(scenario.key) settings (see the log)"
@@ -123,13 +137,22 @@ public enum JobRunner {
                 logger.info("\(result.sentence)")
                 if result.status != .ok && summary.exitStatus == .ok {
                     summary.exitStatus = result.status
-                    summary.outcome = "partial"
+                    if summary.outcome == "ok" { summary.outcome = "partial" }
                     summary.message = result.sentence
                 }
+            }
+            if summary.outcome == "ok" || summary.outcome == "partial", let signal = StopRequest.shared.requestedSignalName {
+                // Stopped while delivering: the deliveries not sent wait for push-deliver.
+                summary.outcome = "stopped"
+                summary.stoppedBy = signal
+                summary.message = "stopped by \(signal) while delivering; what was not sent waits for push-deliver"
             }
             finishRun(writer, runID: runID, summary: summary, logger: logger)
         }
     }
+
+    /// Thrown out of the candidate stream when a stop signal came.
+    private struct Stopped: Error {}
 
     static func connect(_ options: JobOptions, name: String) throws -> Connection {
         try JobDatabase.connect(url: options.resolvedDatabaseURL, name: name, statementTimeout: options.statementTimeout)

@@ -22,6 +22,8 @@ public struct RunSummary: Sendable {
     /// What delivery did right after recording (a JSON object), when push is configured.
     public var push: String?
     public var exitStatus: ExitStatus = .ok
+    /// The signal that stopped the run early ("SIGTERM"), if one did.
+    public var stoppedBy: String?
     public var durationMilliseconds = 0
 
     public init(job: String, dryRun: Bool, asOf: Date) {
@@ -64,6 +66,7 @@ public struct RunSummary: Sendable {
         writer.add("job", job)
         writer.add("outcome", outcome)
         writer.add("exit_code", Int(exitStatus.rawValue))
+        if let stoppedBy { writer.add("stopped_by", stoppedBy) }
         writer.add("dry_run", dryRun)
         writer.add("as_of", Timestamp.iso8601(asOf))
         if let runID { writer.add("run_id", runID) } else { writer.add("run_id", nil as String?) }

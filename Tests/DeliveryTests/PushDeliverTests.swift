@@ -421,4 +421,70 @@ import TestSupport
         #expect(pushes(.apns).count <= 60 - sentBeforeKill + 5 + 32)
         #expect(pushes(.apns).count >= 60 - sentBeforeKill)
     }
+
+    @Test func sigtermFinishesWhatIsInFlightReleasesTheRestAndEndsBySIGTERM() throws {
+        _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 1), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "5"
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        // The first five answers are recorded, the next five are in flight: systemd stops the unit.
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
+        kill(running.pid, SIGTERM)
+        let result = try running.wait()
+
+        #expect(result.status == 128 + SIGTERM, "ends by the signal that stopped it: \(result.stderr)")
+        #expect(result.stderr.contains("SIGTERM: stopping after what is in flight"))
+        #expect(result.summary?["outcome"] as? String == "stopped")
+        let report = try #require(result.summary?["push"] as? [String: Any])
+        #expect(report["stopped_by"] as? String == "SIGTERM")
+        let sent = try #require(report["sent"] as? Int)
+        #expect(sent >= 5 && sent < 60)
+        #expect(report["released"] as? Int == 60 - sent, "every claimed delivery not sent is released")
+        #expect(try states() == ["sent": sent, "pending": 60 - sent])
+        #expect(pushes(.apns).count == sent, "what was in flight finished and was recorded; nothing else went out")
+        let waiting = try f.connection.query("""
+            SELECT count(*) FILTER (WHERE attempts = 0 AND next_attempt_at <= now()) FROM deliveries WHERE state = 'pending'
+            """).first!.decode(0, as: Int.self)
+        #expect(waiting == 60 - sent, "due again at once, no attempt burned, no lease to wait out")
+
+        push.server.clearFaults()
+        let again = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(try states() == ["sent": 60])
+        #expect(Set(pushes(.apns).compactMap(\.deviceToken)).count == 60)
+        #expect(pushes(.apns).count == 60, "each sent once")
+    }
+
+    @Test func inactivityCheckStoppedWhileDeliveringRecordsTheRunAsStoppedAndLeavesTheRestToPushDeliver() throws {
+        let org = try f.organization("Org")
+        for i in 0..<40 { _ = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 1) }
+        push.server.inject(.slow(seconds: 1), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "5"
+        let running = try ProcessRunner.start(Paths.executable("inactivity-check"),
+                                              ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
+        kill(running.pid, SIGINT)
+        let result = try running.wait()
+
+        #expect(result.status == 128 + SIGINT, "stderr: \(result.stderr)")
+        #expect(result.summary?["outcome"] as? String == "stopped")
+        #expect(result.summary?["stopped_by"] as? String == "SIGINT")
+        #expect(result.summary?["inbox_rows"] as? Int == 40, "every decision was recorded before delivery began")
+        let run = try #require(try f.connection.query("SELECT outcome, finished_at IS NOT NULL FROM job_runs").first)
+        #expect(try run.decode(0, as: String.self) == "stopped")
+        #expect(try run.decode(1, as: Bool.self))
+        let sent = try states()["sent"] ?? 0
+        #expect(sent >= 5 && sent < 40)
+        #expect(try states()["pending"] == 40 - sent)
+
+        push.server.clearFaults()
+        let again = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(try states() == ["sent": 40])
+        #expect(pushes(.apns).count + pushes(.fcm).count == 40, "each sent once")
+    }
 }

@@ -1,0 +1,75 @@
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SIGTERM or SIGINT while a job writes (systemd stopping the unit, an operator's Ctrl-C): the job stops
+/// taking new work, lets what is in flight finish, records it, leaves the rest for the next run, prints
+/// its summary, and then ends by that same signal, so systemd and the shell see what stopped it.
+/// A second signal ends the process at once (the database stays consistent either way: every batch is
+/// its own transaction and every claim a lease).
+public final class StopRequest: @unchecked Sendable {
+    public static let shared = StopRequest()
+
+    private let received = Atomic<Int32>(0)
+    private let lock = NSLock()
+    private var sources: [DispatchSourceSignal] = []
+
+    /// Starts listening for SIGTERM and SIGINT (once per process; later calls do nothing).
+    public func install() {
+        lock.withLock {
+            guard sources.isEmpty else { return }
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN) // the dispatch source sees it; the default action would end the process
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { [self] in receive(number) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    func receive(_ number: Int32) {
+        if received.compareExchange(expected: 0, desired: number, ordering: .sequentiallyConsistent).exchanged {
+            let line = "\(StopRequest.name(number)): stopping after what is in flight; the rest is left for the next run (send it again to stop at once)\n"
+            FileHandle.standardError.write(Data(line.utf8))
+        } else {
+            StopRequest.end(by: number)
+        }
+    }
+
+    /// The signal that asked the job to stop, if one did.
+    public var requestedSignal: Int32? {
+        let number = received.load(ordering: .relaxed)
+        return number == 0 ? nil : number
+    }
+
+    public var isRequested: Bool { received.load(ordering: .relaxed) != 0 }
+
+    /// "SIGTERM", "SIGINT", or nil.
+    public var requestedSignalName: String? { requestedSignal.map(StopRequest.name) }
+
+    /// Ends the process by the signal that asked it to stop, after the job has recorded and printed
+    /// everything. Returns when no signal came.
+    public func endIfRequested() {
+        guard let number = requestedSignal else { return }
+        Output.flush()
+        StopRequest.end(by: number)
+    }
+
+    static func end(by number: Int32) -> Never {
+        signal(number, SIG_DFL)
+        raise(number)
+        _exit(128 + number) // not reached: the default action of SIGTERM and SIGINT ends the process
+    }
+
+    static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGTERM: return "SIGTERM"
+        case SIGINT: return "SIGINT"
+        default: return "signal \(number)"
+        }
+    }
+}
