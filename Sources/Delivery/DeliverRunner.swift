@@ -78,7 +78,7 @@ public enum DeliverRunner {
             message = failure.message
         }
         summary.add("outcome", outcome)
-        summary.add("exit_code", Int(status.rawValue))
+        summary.add("exit_code", StopRequest.shared.requestedExitCode ?? Int(status.rawValue))
         summary.add("dry_run", options.dryRun)
         if !details.isEmpty { summary.add(options.dryRun ? "due" : "push", json: details) }
         if let message { summary.add("message", message) }

@@ -73,9 +73,17 @@ public final class OutboxEngine {
             report.claimed += batch.count
             try send(batch, usable: &usable, report: &report)
         }
-        // Tokens still held had no success to compare with but were too few to suspect our configuration.
+        // Tokens still held had no success to compare with but were too few to suspect our configuration,
+        // unless a stop cut the run short: then they are too few only for that reason, and wait.
         let recorder = OutcomeRecorder(connection: connection)
-        for held in suspects.values.joined() { retire(held.claimed, reason: held.reason, status: held.status, since: nil, recorder: recorder, report: &report) }
+        for held in suspects.values.joined() {
+            if stop.isRequested {
+                recorder.release(held.claimed)
+                report.released += 1
+            } else {
+                retire(held.claimed, reason: held.reason, status: held.status, since: nil, recorder: recorder, report: &report)
+            }
+        }
         suspects.removeAll()
         report.tokensRetired += try recorder.flush()
         report.stoppedBy = stop.requestedSignalName

@@ -27,7 +27,7 @@ public final class ScenarioDelivery: JobDelivery {
         let engine = OutboxEngine(connection: connection, providers: try settings.providers(), client: try HTTP2Client(settings.http),
                                   maxAttempts: settings.maxAttempts, logger: logger)
         let report = try engine.run(scope: .jobRun(runID))
-        return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus)
+        return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }
 }
 

@@ -129,6 +129,10 @@ public final class HTTP2Client {
         if let deadline = watch.timerDeadline, deadline <= ContinuousClock.now {
             watch.timerDeadline = nil
             curl_multi_socket_action(multi, curl_socket_t(CCURL_SOCKET_TIMEOUT), 0, &running)
+        } else if ready <= 0 && watch.timerDeadline == nil {
+            // A second with no event and no timer: let libcurl look at everything (cheap, and it cannot
+            // be left waiting for a callback it failed to make).
+            curl_multi_socket_action(multi, curl_socket_t(CCURL_SOCKET_TIMEOUT), 0, &running)
         }
     }
 
@@ -223,8 +227,6 @@ final class Transfer {
         ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.verbose ? 1 : 0)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        // No proxy from the environment (http_proxy, no_proxy, …): libcurl would look them up per request.
-        ccurl_easy_setopt_string(easy, CURLOPT_PROXY, "")
         if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))

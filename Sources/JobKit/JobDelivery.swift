@@ -15,10 +15,13 @@ public struct DeliveryResult: Sendable {
     public var json: String
     public var sentence: String
     public var status: ExitStatus
+    /// The signal that stopped delivery early ("SIGTERM"), if one did.
+    public var stoppedBy: String?
 
-    public init(json: String, sentence: String, status: ExitStatus) {
+    public init(json: String, sentence: String, status: ExitStatus, stoppedBy: String? = nil) {
         self.json = json
         self.sentence = sentence
         self.status = status
+        self.stoppedBy = stoppedBy
     }
 }

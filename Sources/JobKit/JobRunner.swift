@@ -116,10 +116,8 @@ public enum JobRunner {
                 }
             }
         } catch is Stopped {
-            summary.outcome = "stopped"
             summary.stoppedBy = StopRequest.shared.requestedSignalName
-            summary.message = "stopped by \(summary.stoppedBy ?? "a signal") after \(summary.candidates) candidates; what was decided is recorded, the next run picks up the rest"
-            logger.notice("\(summary.message!)")
+            logger.notice("stopped by \(summary.stoppedBy!) after \(summary.candidates) candidates; what was decided is recorded, the next run picks up the rest")
         }
         try recorder?.flush(into: &summary)
         printer?.footer(summary)
@@ -132,7 +130,8 @@ public enum JobRunner {
         Output.flush() // the plan first, then the log line about it
         logger.info("\(summary.sentence)")
         if let writer, let runID = summary.runID {
-            if let delivery, summary.deliveries > 0, let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
+            if let delivery, summary.deliveries > 0, summary.stoppedBy == nil,
+               let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
                 summary.push = result.json
                 logger.info("\(result.sentence)")
                 if result.status != .ok && summary.exitStatus == .ok {
@@ -140,12 +139,12 @@ public enum JobRunner {
                     if summary.outcome == "ok" { summary.outcome = "partial" }
                     summary.message = result.sentence
                 }
+                summary.stoppedBy = summary.stoppedBy ?? result.stoppedBy
             }
-            if summary.outcome == "ok" || summary.outcome == "partial", let signal = StopRequest.shared.requestedSignalName {
-                // Stopped while delivering: the deliveries not sent wait for push-deliver.
+            if let signal = summary.stoppedBy {
                 summary.outcome = "stopped"
-                summary.stoppedBy = signal
-                summary.message = "stopped by \(signal) while delivering; what was not sent waits for push-deliver"
+                let stop = "stopped by \(signal): what was decided is recorded; the next run decides the rest and push-deliver sends what is pending"
+                summary.message = summary.message.map { stop + "; " + $0 } ?? stop
             }
             finishRun(writer, runID: runID, summary: summary, logger: logger)
         }

@@ -51,6 +51,9 @@ public final class StopRequest: @unchecked Sendable {
     /// "SIGTERM", "SIGINT", or nil.
     public var requestedSignalName: String? { requestedSignal.map(StopRequest.name) }
 
+    /// The status a parent sees once the process has ended by the stop signal (143 for SIGTERM).
+    public var requestedExitCode: Int? { requestedSignal.map { 128 + Int($0) } }
+
     /// Ends the process by the signal that asked it to stop, after the job has recorded and printed
     /// everything. Returns when no signal came.
     public func endIfRequested() {
@@ -61,6 +64,12 @@ public final class StopRequest: @unchecked Sendable {
 
     static func end(by number: Int32) -> Never {
         signal(number, SIG_DFL)
+        // Dispatch receives signals through a signalfd and so keeps them blocked in its threads (and in the
+        // thread that first caught one): unblock it here, or raise() would leave it pending forever.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, number)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
         raise(number)
         _exit(128 + number) // not reached: the default action of SIGTERM and SIGINT ends the process
     }

@@ -434,7 +434,8 @@ import TestSupport
         kill(running.pid, SIGTERM)
         let result = try running.wait()
 
-        #expect(result.status == 128 + SIGTERM, "ends by the signal that stopped it: \(result.stderr)")
+        #expect(result.signal == SIGTERM, "ends by the signal that stopped it, not by exit(143): \(result.stderr)")
+        #expect(result.summary?["exit_code"] as? Int == 143)
         #expect(result.stderr.contains("SIGTERM: stopping after what is in flight"))
         #expect(result.summary?["outcome"] as? String == "stopped")
         let report = try #require(result.summary?["push"] as? [String: Any])
@@ -470,7 +471,8 @@ import TestSupport
         kill(running.pid, SIGINT)
         let result = try running.wait()
 
-        #expect(result.status == 128 + SIGINT, "stderr: \(result.stderr)")
+        #expect(result.signal == SIGINT, "stderr: \(result.stderr)")
+        #expect(result.summary?["exit_code"] as? Int == 130)
         #expect(result.summary?["outcome"] as? String == "stopped")
         #expect(result.summary?["stopped_by"] as? String == "SIGINT")
         #expect(result.summary?["inbox_rows"] as? Int == 40, "every decision was recorded before delivery began")

@@ -10,6 +10,8 @@ public enum ProcessRunner {
     public struct Result: Sendable {
         /// The exit code, or 128 + signal number if a signal ended the program.
         public var status: Int32
+        /// The signal that ended the program, when one did (as opposed to exiting with 128 + n).
+        public var signal: Int32?
         public var stdout: String
         public var stderr: String
 
@@ -58,7 +60,7 @@ public enum ProcessRunner {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             if timedOut { throw TestSetupError("process \(pid) did not finish within \(Int(timeout)) s and was killed") }
             let signal = status & 0x7f
-            return Result(status: signal == 0 ? (status >> 8) & 0xff : 128 + signal,
+            return Result(status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, signal: signal == 0 ? nil : signal,
                           stdout: String(decoding: out, as: UTF8.self),
                           stderr: String(decoding: err, as: UTF8.self))
         }
