@@ -210,6 +210,11 @@ final class Transfer {
     /// `PUSH_CURL_VERBOSE=1` makes libcurl trace every transfer on stderr (headers include the
     /// authorization token: for debugging against a fake only).
     static let verbose = ProcessInfo.processInfo.environment["PUSH_CURL_VERBOSE"] == "1"
+    /// Whether a proxy variable libcurl honours is set (it ignores upper-case HTTP_PROXY on purpose).
+    static let proxyFromEnvironment: Bool = {
+        let environment = ProcessInfo.processInfo.environment
+        return ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
+    }()
     var responseBody: [UInt8] = []
     var responseHeaders: [(String, String)] = []
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -227,6 +232,9 @@ final class Transfer {
         ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.verbose ? 1 : 0)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        // libcurl reads the proxy variables on every request. When none is set, say so once; when one is,
+        // libcurl keeps applying them (and no_proxy) as always.
+        if !Transfer.proxyFromEnvironment { ccurl_easy_setopt_string(easy, CURLOPT_PROXY, "") }
         if let ca = configuration.caFile { ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, ca) }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))

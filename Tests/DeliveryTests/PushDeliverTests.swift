@@ -489,4 +489,19 @@ import TestSupport
         #expect(try states() == ["sent": 40])
         #expect(pushes(.apns).count + pushes(.fcm).count == 40, "each sent once")
     }
+
+    @Test func aProxyFromTheEnvironmentIsHonoured() throws {
+        _ = try pendingNotifications([("A", 1)])
+        var environment = push.variables
+        environment["https_proxy"] = "http://127.0.0.1:1" // nothing listens there
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 69, "FCM's token endpoint is behind the dead proxy too, so FCM is unreachable: \(result.stderr)")
+        #expect(pushes(.apns).isEmpty, "nothing went around the proxy")
+        #expect(try states() == ["retrying": 1])
+        environment["no_proxy"] = "127.0.0.1"
+        // no_proxy names the fake's host: straight there.
+        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
+        #expect(try states() == ["sent": 1])
+    }
 }
