@@ -29,8 +29,12 @@ public enum APNsOutcome {
             return .delivered(messageID: response.header("apns-id") ?? "")
         }
         let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
-        let reason = json?["reason"] as? String ?? "HTTP \(response.status)"
         let retryAfter = RetryAfter.parse(response.header("retry-after"))
+        guard let reason = json?["reason"] as? String else {
+            // Not APNs's answer (APNs always names a reason): a proxy, a load balancer or a wrong endpoint.
+            return notFromProvider(response.status, retryAfter: retryAfter,
+                                   "HTTP \(response.status) with no APNs reason: not an APNs answer (check APNS_ENDPOINT / APNS_SANDBOX_ENDPOINT, or a proxy in between)")
+        }
         switch (response.status, reason) {
         case (410, _):
             let since = (json?["timestamp"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) }
@@ -43,11 +47,22 @@ public enum APNsOutcome {
             return .reauthenticate(reason: reason)
         case (403, _), (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"), (429, "TooManyProviderTokenUpdates"):
             return .credentialsBroken(reason: reason)
+        case (404, "BadPath"), (405, "MethodNotAllowed"):
+            // Our request line is wrong, not the message: an endpoint with a path in it, say.
+            return .credentialsBroken(reason: "\(reason): the request path or method is wrong (check APNS_ENDPOINT)")
         case (400, _), (404, _), (405, _), (413, _):
             return .rejected(reason: reason)
         default:
             return response.status >= 500 ? .retry(after: retryAfter, reason: reason) : .rejected(reason: reason)
         }
+    }
+
+    /// An answer without the provider's own error body. 5xx, 408 and 429 are worth another try later;
+    /// any other 4xx means our endpoint setting (or something in between) is wrong, not the message or
+    /// the token: the provider stops for the run and no delivery is marked dead or burns an attempt.
+    static func notFromProvider(_ status: Int, retryAfter: TimeInterval?, _ reason: String) -> PushOutcome {
+        if status >= 500 || status == 408 || status == 429 { return .retry(after: retryAfter, reason: reason) }
+        return .credentialsBroken(reason: reason)
     }
 
     static func transport(_ error: HTTPTransportError) -> PushOutcome {
@@ -71,11 +86,15 @@ public enum FCMOutcome {
         if response.status == 200 {
             return .delivered(messageID: json?["name"] as? String ?? "")
         }
-        let error = json?["error"] as? [String: Any]
-        let message = error?["message"] as? String ?? "HTTP \(response.status)"
-        let details = error?["details"] as? [[String: Any]] ?? []
+        guard let error = json?["error"] as? [String: Any] else {
+            // Not Google's answer (its errors are always {"error": {...}}): a proxy or a wrong endpoint.
+            return APNsOutcome.notFromProvider(response.status, retryAfter: RetryAfter.parse(response.header("retry-after")),
+                                               "HTTP \(response.status) with no Google error body: not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
+        }
+        let message = error["message"] as? String ?? "HTTP \(response.status)"
+        let details = error["details"] as? [[String: Any]] ?? []
         let fcmCode = details.first { ($0["@type"] as? String)?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }?["errorCode"] as? String
-        let code = fcmCode ?? error?["status"] as? String ?? statusName(response.status)
+        let code = fcmCode ?? error["status"] as? String ?? statusName(response.status)
         let retryAfter = RetryAfter.parse(response.header("retry-after"))
         let reason = fcmCode.map { "\($0): \(message)" } ?? "\(code): \(message)"
         switch code {
@@ -97,6 +116,9 @@ public enum FCMOutcome {
             return .reauthenticate(reason: reason)
         case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "PERMISSION_DENIED":
             return .credentialsBroken(reason: reason)
+        case "NOT_FOUND":
+            // Without an UNREGISTERED detail, the project or the URL is wrong, not the token.
+            return .credentialsBroken(reason: "\(reason) (check the service account's project and FCM_ENDPOINT)")
         default:
             return response.status >= 500 ? .retry(after: retryAfter, reason: reason) : .rejected(reason: reason)
         }

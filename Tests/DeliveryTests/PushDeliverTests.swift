@@ -504,4 +504,18 @@ import TestSupport
         #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
         #expect(try states() == ["sent": 1])
     }
+
+    @Test func aWrongEndpointStopsTheProviderWith78AndLosesNothing() throws {
+        _ = try pendingNotifications([("A", 1), ("B", 1)])
+        var environment = push.variables
+        environment["APNS_ENDPOINT"] = push.server.baseURL + "/apns" // a path prefix: the server answers 404
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("HTTP 404") && result.stderr.contains("APNS_ENDPOINT"), "\(result.stderr)")
+        #expect(try states() == ["pending": 2], "no delivery marked dead for our mistake")
+        let attempts: Int = try f.connection.query("SELECT sum(attempts) FROM deliveries").first!.decode(0)
+        #expect(attempts == 0)
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0, "fixed, everything goes")
+        #expect(try states() == ["sent": 2])
+    }
 }

@@ -47,14 +47,21 @@ import Testing
         (403, #"{"reason":"MissingProviderToken"}"#, "credentialsBroken"),
         (403, #"{"reason":"Forbidden"}"#, "credentialsBroken"),
         (403, #"{"reason":"BadEnvironmentKeyInToken"}"#, "credentialsBroken"),
-        (404, #"{"reason":"BadPath"}"#, "rejected"),
-        (405, #"{"reason":"MethodNotAllowed"}"#, "rejected"),
+        (404, #"{"reason":"BadPath"}"#, "credentialsBroken"),
+        (405, #"{"reason":"MethodNotAllowed"}"#, "credentialsBroken"),
         (413, #"{"reason":"PayloadTooLarge"}"#, "rejected"),
         (429, #"{"reason":"TooManyRequests"}"#, "retry"),
         (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, "credentialsBroken"),
         (500, #"{"reason":"InternalServerError"}"#, "retry"),
         (503, #"{"reason":"ServiceUnavailable"}"#, "retry"),
         (503, #"{"reason":"Shutdown"}"#, "retry"),
+        // Answers that are not APNs's (no reason): a proxy, a load balancer, a wrong endpoint.
+        (404, "<html>Not Found</html>", "credentialsBroken"),
+        (400, "", "credentialsBroken"),
+        (401, #"{"error":"unauthorized"}"#, "credentialsBroken"),
+        (502, "<html>Bad Gateway</html>", "retry"),
+        (429, "", "retry"),
+        (408, "", "retry"),
     ])
     func apnsAnswers(status: Int, body: String, expected: String) {
         #expect(kind(apns(status, body)) == expected)
@@ -89,6 +96,11 @@ import Testing
         // The detail decides, not the status: UNREGISTERED paired with another status is still a dead token.
         (400, googleError(400, "INVALID_ARGUMENT", "UNREGISTERED"), "tokenDead"),
         (502, "<html>bad gateway</html>", "retry"),
+        // Not Google's answers: never a dead token or a dead message.
+        (404, "<html>Not Found</html>", "credentialsBroken"),
+        (400, "bad request", "credentialsBroken"),
+        (404, googleError(404, "NOT_FOUND", nil, message: "Requested entity was not found."), "credentialsBroken"),
+        (429, "", "retry"),
     ])
     func fcmAnswersByDetailNotStatus(status: Int, body: String, expected: String) {
         #expect(kind(fcm(status, body)) == expected)
