@@ -92,8 +92,11 @@ public enum DeliverRunner {
 
     /// One engine on this thread.
     static func drain(_ connection: Connection, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
+        // No push may outlive the claim on its row: the request timeout is at most half the lease.
+        var http = settings.http
+        http.requestTimeout = min(http.requestTimeout, .milliseconds(Int64(options.lease) * 500))
         let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
-                                  client: try HTTP2Client(settings.http), maxAttempts: settings.maxAttempts, logger: logger)
+                                  client: try HTTP2Client(http), maxAttempts: settings.maxAttempts, logger: logger)
         engine.lease = TimeInterval(options.lease)
         return try engine.run(scope: .all)
     }

@@ -41,6 +41,10 @@ public final class OutboxEngine {
     /// flight completes and is recorded; the rest of the batch is released for the next run.
     public var stop: StopRequest = .shared
     private var confirmed = Set<String>()
+    /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
+    private var retiredTokens = Set<Int>()
+    /// Until when the current batch's claim holds (measured from before the claim, so never late).
+    private var leaseDeadline = ContinuousClock.now
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
@@ -68,6 +72,7 @@ public final class OutboxEngine {
             }
         }
         while !usable.isEmpty && !stop.isRequested {
+            leaseDeadline = ContinuousClock.now + .milliseconds(Int64(lease * 1000))
             let batch = try claim(scope: scope, providers: usable)
             if batch.isEmpty { break }
             report.claimed += batch.count
@@ -101,6 +106,7 @@ public final class OutboxEngine {
     private func retire(_ claimed: Claimed, reason: String, status: Int?, since: Date?, recorder: OutcomeRecorder, report: inout DeliveryReport) {
         recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status, attempts: claimed.attempts + 1)
         recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
+        retiredTokens.insert(claimed.tokenID)
         report.failed += 1
         logger.info("\(claimed.target.provider.rawValue): token \(claimed.target.redacted) retired: \(reason)")
     }
@@ -114,6 +120,10 @@ public final class OutboxEngine {
         var tokenRetired: Bool
         var message: PushMessage
         var target: PushTarget
+        /// `next_attempt_at` as the claim set it (text, exact to the microsecond): the proof that the row
+        /// is still this engine's when its outcome is written. A row whose lease ran out and was claimed
+        /// again has another value, and this engine's late outcome for it is not written.
+        var lease: String
     }
 
     func claim(scope: Scope, providers: Set<PushTarget.Provider>) throws -> [Claimed] {
@@ -136,7 +146,8 @@ public final class OutboxEngine {
              WHERE d.id = due.id AND n.id = d.notification_id AND t.id = d.device_token_id
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
-                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL)
+                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL),
+                      d.next_attempt_at::text
             """)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -146,7 +157,8 @@ public final class OutboxEngine {
                 message: PushMessage(notificationID: try row.decode(7), category: try row.decode(8), title: try row.decode(9),
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self)),
-                target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment))
+                target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
+                lease: try row.decode(14))
         }
     }
 
@@ -179,16 +191,31 @@ public final class OutboxEngine {
         var lastFlush = ContinuousClock.now
         var resend: [Claimed] = []
         var resent = Set<Int>()
+        /// The provider's credential generation each delivery was last sent with.
+        var sentWith: [Int: Int] = [:]
         var failure: Error?
         var live = usable
+        // A push started now may take the whole request timeout: start none that could outlive the claim
+        // (push-deliver keeps the request timeout at most half the lease, so half of it is for starting).
+        let startBy = leaseDeadline - client.configuration.requestTimeout
+        /// What was claimed and not sent goes back, due at once, no attempt counted.
+        func releaseRest() -> Int {
+            let rest = resend + queue[index...]
+            for claimed in rest { recorder.release(claimed) }
+            resend.removeAll()
+            index = queue.count
+            return rest.count
+        }
 
         client.run(next: {
             if stop.isRequested {
-                // Stop: nothing new goes out; what was claimed and not sent is due again at once.
-                for claimed in resend + queue[index...] { recorder.release(claimed) }
-                report.released += resend.count + queue.count - index
-                resend.removeAll()
-                index = queue.count
+                // Stop: nothing new goes out.
+                report.released += releaseRest()
+                return nil
+            }
+            if ContinuousClock.now > startBy {
+                let count = releaseRest()
+                if count > 0 { logger.notice("the claim on this batch is running out: \(count) deliveries released for the next claim") }
                 return nil
             }
             while failure == nil {
@@ -201,7 +228,14 @@ public final class OutboxEngine {
                     report.held += 1
                     continue
                 }
-                return provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
+                if retiredTokens.contains(claimed.tokenID) {
+                    recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
+                    report.failed += 1
+                    continue
+                }
+                let request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
+                sentWith[claimed.deliveryID] = provider.credentialGeneration
+                return request
             }
             return nil
         }, completed: { request, result in
@@ -209,10 +243,13 @@ public final class OutboxEngine {
             let status = (try? result.get())?.status
             var outcome = provider.classify(result)
             if case .reauthenticate(let reason) = outcome {
-                if !resent.contains(claimed.deliveryID) && provider.refreshCredentials() {
+                // Sent with a credential already replaced (many were in flight when the first such answer
+                // came): send again with the new one; else get a fresh one (once per delivery).
+                let stale = (sentWith[claimed.deliveryID] ?? provider.credentialGeneration) < provider.credentialGeneration
+                if !resent.contains(claimed.deliveryID) && (stale || provider.refreshCredentials()) {
                     resent.insert(claimed.deliveryID)
                     resend.append(claimed)
-                    logger.notice("\(provider.name): \(reason): fresh credentials, sending again")
+                    if !stale { logger.notice("\(provider.name): \(reason): fresh credentials, sending again") }
                     return
                 }
                 outcome = .credentialsBroken(reason: "\(reason), and fresh credentials did not cure it (check the key, the team/project and the clock)")
@@ -271,13 +308,44 @@ public final class OutboxEngine {
                 break // handled above
             }
             if failure == nil && (recorder.pending >= flushEvery || ContinuousClock.now - lastFlush >= flushInterval) {
-                do { report.tokensRetired += try recorder.flush() } catch { failure = error }
+                do { report.tokensRetired += try flush(recorder) } catch { failure = error }
                 lastFlush = ContinuousClock.now
             }
         })
         usable = live
-        if let failure { throw failure }
-        report.tokensRetired += try recorder.flush()
+        if let failure {
+            // What was not started goes back; one last try to record what was sent, then give up loudly.
+            report.released += releaseRest()
+            do {
+                report.tokensRetired += try flush(recorder)
+            } catch {
+                let sent = recorder.sentIDs
+                if !sent.isEmpty {
+                    logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
+                }
+                throw failure
+            }
+            logger.warning("recording outcomes failed once and then succeeded: \(failure)")
+        }
+        report.tokensRetired += try flush(recorder)
+    }
+
+    /// Writes the recorder's outcomes, trying again on a deadlock or serialization failure (another
+    /// engine writing the same rows) and on a lost connection to a server that answers again.
+    private func flush(_ recorder: OutcomeRecorder) throws -> Int {
+        var delay = Duration.milliseconds(100)
+        for attempt in 1...4 {
+            do {
+                return try recorder.flush()
+            } catch let error as PostgresError {
+                let sqlState = error.sqlState ?? ""
+                guard attempt < 4, sqlState.hasPrefix("40") else { throw error }
+                logger.warning("recording outcomes: \(error); trying again")
+                Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
+                delay *= 4
+            }
+        }
+        return try recorder.flush()
     }
 }
 

@@ -13,6 +13,7 @@ final class OutcomeRecorder {
     private var messageIDs: [String?] = []
     private var events: [String?] = []
     private var statuses: [Int?] = []
+    private var leases: [String] = []
     private var retirements: [(tokenID: Int, reason: String, since: Date?, deliveryID: Int)] = []
 
     init(connection: Connection) { self.connection = connection }
@@ -29,7 +30,11 @@ final class OutcomeRecorder {
         messageIDs.append(messageID)
         events.append(event)
         statuses.append(status)
+        leases.append(claimed.lease)
     }
+
+    /// The deliveries buffered as sent (for a message when they cannot be recorded).
+    var sentIDs: [Int] { zip(ids, states).filter { $0.1 == "sent" }.map(\.0) }
 
     /// Gives a claimed delivery back unsent, due now, with no attempt counted.
     func release(_ claimed: OutboxEngine.Claimed) {
@@ -41,6 +46,7 @@ final class OutcomeRecorder {
         messageIDs.append(nil)
         events.append(nil)
         statuses.append(nil)
+        leases.append(claimed.lease)
     }
 
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
@@ -53,25 +59,33 @@ final class OutcomeRecorder {
         var retired = 0
         try connection.transaction {
             if !ids.isEmpty {
+                // Lock in id order, so two engines flushing overlapping rows cannot deadlock.
+                try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(PostgresArray(ids))::bigint[]) ORDER BY id FOR UPDATE")
+                // Written only while the claim is still ours (next_attempt_at unchanged since the claim) and
+                // the delivery still open; a push that went out is recorded as sent even after a lost claim.
                 try connection.execute("""
                     WITH input AS (
                         SELECT * FROM unnest(\(PostgresArray(ids))::bigint[], \(PostgresArray(states))::text[], \(PostgresArray(attempts))::int[],
                                              \(PostgresArray(nextAttempts))::timestamptz[], \(PostgresArray(errors))::text[],
-                                             \(PostgresArray(messageIDs))::text[], \(PostgresArray(events))::text[], \(PostgresArray(statuses))::int[])
-                            AS t(id, state, attempts, next_attempt_at, error, message_id, event, status)
+                                             \(PostgresArray(messageIDs))::text[], \(PostgresArray(events))::text[], \(PostgresArray(statuses))::int[],
+                                             \(PostgresArray(leases))::text[])
+                            AS t(id, state, attempts, next_attempt_at, error, message_id, event, status, lease)
                     ), updated AS (
                         UPDATE deliveries d
-                           SET state = coalesce(i.state, d.state), attempts = i.attempts,
+                           SET state = coalesce(i.state, d.state), attempts = greatest(d.attempts, i.attempts),
                                next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
                                last_error = coalesce(i.error, d.last_error),
                                provider_message_id = coalesce(i.message_id, d.provider_message_id),
                                sent_at = CASE WHEN i.state = 'sent' THEN now() ELSE d.sent_at END,
                                updated_at = now()
-                          FROM input i WHERE d.id = i.id
+                          FROM input i
+                         WHERE d.id = i.id AND d.state IN ('pending', 'retrying')
+                           AND (d.next_attempt_at = i.lease::timestamptz OR i.state = 'sent')
                         RETURNING d.id
                     )
                     INSERT INTO delivery_events (delivery_id, event, attempt, provider_status, detail)
-                    SELECT id, event, attempts, status, error FROM input WHERE event IS NOT NULL
+                    SELECT i.id, i.event, i.attempts, i.status, i.error FROM input i JOIN updated u ON u.id = i.id
+                     WHERE i.event IS NOT NULL
                     """)
             }
             for retirement in retirements {
@@ -104,6 +118,7 @@ final class OutcomeRecorder {
         messageIDs.removeAll(keepingCapacity: true)
         events.removeAll(keepingCapacity: true)
         statuses.removeAll(keepingCapacity: true)
+        leases.removeAll(keepingCapacity: true)
         retirements.removeAll()
         return retired
     }

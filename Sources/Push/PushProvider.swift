@@ -11,6 +11,9 @@ public protocol PushProvider: AnyObject {
     func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome
     /// After `.reauthenticate`: true when fresh credentials were obtained and a resend makes sense.
     func refreshCredentials() -> Bool
+    /// Goes up whenever the credential that requests carry changes, so a caller can tell an answer to
+    /// an old credential (resend with the new one) from one to the current credential (refresh).
+    var credentialGeneration: Int { get }
 }
 
 /// APNs with token authentication.
@@ -21,6 +24,7 @@ public final class APNsProvider: PushProvider {
     /// The provider token in use, and the `authorization` header value made from it.
     private var authorization: String
     private var authorizationHeader: String
+    public private(set) var credentialGeneration = 0
 
     public init(credentials: APNsCredentials, productionEndpoint: String = APNsRequestBuilder.productionEndpoint,
                 sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint, clock: @escaping () -> Date = Date.init) {
@@ -37,6 +41,7 @@ public final class APNsProvider: PushProvider {
         if current != authorization {
             authorization = current
             authorizationHeader = "bearer " + current
+            credentialGeneration += 1
         }
         return builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
     }
@@ -49,6 +54,7 @@ public final class APNsProvider: PushProvider {
         guard let fresh = tokens.refreshAfterExpiry() else { return false }
         authorization = fresh
         authorizationHeader = "bearer " + fresh
+        credentialGeneration += 1
         return true
     }
 }
@@ -59,7 +65,10 @@ public final class FCMProvider: PushProvider {
     public let builder: FCMRequestBuilder
     public let accessTokens: GoogleAccessTokens
     private let clock: () -> Date
-    private var accessToken: String?
+    private var accessToken: String? {
+        didSet { if accessToken != oldValue { credentialGeneration += 1 } }
+    }
+    public private(set) var credentialGeneration = 0
 
     public init(account: GoogleServiceAccount, endpoint: String = FCMRequestBuilder.endpoint, http: HTTP2Client.Configuration,
                 clock: @escaping () -> Date = Date.init) throws {

@@ -46,4 +46,36 @@ import TestSupport
         #expect(try row.decode(0, as: String.self) == "sent")
         #expect(try row.decode(1, as: Int.self) == 1, "the resend after a refresh is not a new attempt")
     }
+
+    @Test func pushesInFlightWithTheExpiredTokenAreSentAgainWithTheOneFreshToken() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let f = try Fixtures(db, now: Date())
+        let org = try f.organization("Org")
+        for i in 0..<5 {
+            let mentor = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 0)
+            try f.device(mentor, provider: "apns")
+        }
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+
+        let clock = TestClock()
+        let push = try PushEnvironment { $0.now = { clock.now } }
+        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
+                                              teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
+        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
+                                    sandboxEndpoint: push.server.baseURL, clock: { clock.now })
+        clock.advance(25 * 60)
+        // All five go out with the old token and all five are told it expired.
+        push.server.inject(.expiredProviderToken, count: 5)
+        let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
+                                  client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
+                                  maxAttempts: 5, logger: Logger(label: "test"))
+        let report = try engine.run(scope: .all)
+
+        #expect(report.brokenProviders.isEmpty, "one fresh token serves all: \(report.brokenProviders)")
+        #expect(report.sent == 5)
+        let sent = push.server.requests().filter { $0.provider == .apns }
+        #expect(sent.filter { $0.status == 403 }.count == 5)
+        #expect(sent.filter { $0.status == 200 }.count == 5)
+        #expect(Set(sent.compactMap { $0.header("authorization") }).count == 2, "the old token and one fresh one")
+    }
 }

@@ -518,4 +518,21 @@ import TestSupport
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0, "fixed, everything goes")
         #expect(try states() == ["sent": 2])
     }
+
+    @Test func noPushStartsThatCouldOutliveItsClaim() throws {
+        // Slow answers and a short lease: the first engine could not send its whole batch within the lease.
+        _ = try pendingNotifications((0..<24).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 1), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "2"
+        let first = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--lease", "4"], environment: environment)
+        // A second engine arrives once the first one's original claim would have run out.
+        usleep(4_500_000)
+        let second = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--lease", "4"], environment: environment)
+        let results = [try first.wait(), try second.wait()]
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        #expect(try states() == ["sent": 24])
+        #expect(pushes(.apns).count == 24, "no push sent twice")
+        #expect(Set(pushes(.apns).compactMap(\.deviceToken)).count == 24)
+    }
 }
