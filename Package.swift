@@ -41,10 +41,7 @@ let package = Package(
         // One file per scenario: its query, its decision, its message.
         .target(name: "Scenarios", dependencies: ["JobKit", "Postgres", "TextCoding"]),
         // The libcurl multi wrapper: many requests multiplexed over one HTTP/2 + TLS connection per host.
-        .target(name: "HTTP2", dependencies: [
-            "CCurl",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(name: "HTTP2", dependencies: ["CCurl"]),
         // APNs and FCM: credentials and JWT signing, payloads, requests, outcome classification.
         .target(name: "Push", dependencies: [
             "HTTP2", "TextCoding",

@@ -13,7 +13,7 @@ import sys
 import time
 import uuid
 
-from common import apns_payload, cpu_seconds, result_line
+from common import apns_payload, cpu_seconds, finish
 
 
 class FirstFew(logging.Filter):
@@ -74,11 +74,8 @@ async def run(args) -> int:
     seconds = time.monotonic() - started
     cpu = cpu_seconds() - cpu_before
     client.pool.close()
-    if first_failure:
-        sys.stderr.write(f"aioapns: first failure: {first_failure[:300]}\n")
-    print(result_line("aioapns", "apns", ok, failed, seconds, cpu,
-                      f"max_connections={args.connections} gather={args.chunk}{' no-ALPN' if args.no_alpn else ''}"))
-    return 0 if failed == 0 else 1
+    return finish("aioapns", "apns", ok, failed, seconds, cpu,
+                  f"max_connections={args.connections} gather={args.chunk}{' no-ALPN' if args.no_alpn else ''}", first_failure)
 
 
 def main() -> int:

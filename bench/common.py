@@ -7,6 +7,7 @@ where seconds and CPU seconds cover the sending only (like push-bench's own line
 import base64
 import json
 import resource
+import sys
 import time
 
 TITLE = "Har du noe å registrere?"
@@ -55,3 +56,12 @@ def cpu_seconds() -> float:
 def result_line(client: str, provider: str, ok: int, failed: int, seconds: float, cpu: float, note: str = "") -> str:
     note = note.replace(" ", ",") or "-"
     return f"RESULT {client} {provider} {ok} {failed} {seconds:.3f} {cpu:.3f} {note}"
+
+
+def finish(client: str, provider: str, ok: int, failed: int, seconds: float, cpu: float, note: str,
+           first_failure: str | None) -> int:
+    """Reports the first failure on stderr, prints the RESULT line bench-push reads, returns the exit code."""
+    if first_failure:
+        sys.stderr.write(f"{client}: first failure: {first_failure[:300]}\n")
+    print(result_line(client, provider, ok, failed, seconds, cpu, note))
+    return 0 if failed == 0 else 1

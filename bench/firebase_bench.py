@@ -20,7 +20,7 @@ import time
 import uuid
 import warnings
 
-from common import BODY, TITLE, cpu_seconds, result_line
+from common import BODY, TITLE, cpu_seconds, finish
 
 
 def install_h2_token_transport(ca_file: str) -> None:
@@ -100,11 +100,8 @@ async def run(args) -> int:
             break
     seconds = time.monotonic() - started
     cpu = cpu_seconds() - cpu_before
-    if first_failure:
-        sys.stderr.write(f"firebase-admin: first failure: {first_failure[:300]}\n")
-    print(result_line("firebase-admin", "fcm", ok, failed, seconds, cpu,
-                      f"send_each_async x500 token-over-{args.token_transport}"))
-    return 0 if failed == 0 else 1
+    return finish("firebase-admin", "fcm", ok, failed, seconds, cpu,
+                  f"send_each_async x500 token-over-{args.token_transport}", first_failure)
 
 
 def main() -> int:

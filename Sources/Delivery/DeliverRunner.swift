@@ -78,7 +78,7 @@ public enum DeliverRunner {
             message = failure.message
         }
         summary.add("outcome", outcome)
-        summary.add("exit_code", StopRequest.shared.requestedExitCode ?? Int(status.rawValue))
+        summary.add("exit_code", StopRequest.shared.exitCode(status))
         summary.add("dry_run", options.dryRun)
         if !details.isEmpty { summary.add(options.dryRun ? "due" : "push", json: details) }
         if let message { summary.add("message", message) }
@@ -92,12 +92,11 @@ public enum DeliverRunner {
 
     /// One engine on this thread.
     static func drain(_ connection: Connection, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
-        // No push may outlive the claim on its row: the request timeout is at most half the lease.
-        var http = settings.http
-        http.requestTimeout = min(http.requestTimeout, .milliseconds(Int64(options.lease) * 500))
+        let lease = TimeInterval(options.lease)
         let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
-                                  client: try HTTP2Client(http), maxAttempts: settings.maxAttempts, logger: logger)
-        engine.lease = TimeInterval(options.lease)
+                                  client: try HTTP2Client(OutboxEngine.http(settings.http, lease: lease)),
+                                  maxAttempts: settings.maxAttempts, logger: logger)
+        engine.lease = lease
         return try engine.run(scope: .all)
     }
 

@@ -24,7 +24,16 @@ public final class OutboxEngine {
     let maxAttempts: Int
     let logger: Logger
     /// How long a claimed delivery stays invisible to other engines.
-    public var lease: TimeInterval = 300
+    public var lease: TimeInterval = OutboxEngine.defaultLease
+    public static let defaultLease: TimeInterval = 300
+
+    /// `configuration` with a request timeout of at most half the lease: no push may outlive the claim on
+    /// its row, and half the lease remains for starting the batch's pushes.
+    public static func http(_ configuration: HTTP2Client.Configuration, lease: TimeInterval) -> HTTP2Client.Configuration {
+        var configuration = configuration
+        configuration.requestTimeout = min(configuration.requestTimeout, .milliseconds(Int64(lease * 500)))
+        return configuration
+    }
     public var batchSize: Int
     /// Completed outcomes are written once this many are waiting, or this long after the last write,
     /// so a crash can repeat only what was in flight plus at most these few.
@@ -196,7 +205,7 @@ public final class OutboxEngine {
         var failure: Error?
         var live = usable
         // A push started now may take the whole request timeout: start none that could outlive the claim
-        // (push-deliver keeps the request timeout at most half the lease, so half of it is for starting).
+        // (`http(_:lease:)` keeps the request timeout at most half the lease, so half of it is for starting).
         let startBy = leaseDeadline - client.configuration.requestTimeout
         /// What was claimed and not sent goes back, due at once, no attempt counted.
         func releaseRest() -> Int {
@@ -330,22 +339,21 @@ public final class OutboxEngine {
         report.tokensRetired += try flush(recorder)
     }
 
-    /// Writes the recorder's outcomes, trying again on a deadlock or serialization failure (another
-    /// engine writing the same rows) and on a lost connection to a server that answers again.
+    /// Writes the recorder's outcomes, trying again (up to three times, backing off) on a deadlock or a
+    /// serialization failure: another engine writing the same rows.
     private func flush(_ recorder: OutcomeRecorder) throws -> Int {
-        var delay = Duration.milliseconds(100)
-        for attempt in 1...4 {
+        var delay = 0.1
+        var attempt = 1
+        while true {
             do {
                 return try recorder.flush()
-            } catch let error as PostgresError {
-                let sqlState = error.sqlState ?? ""
-                guard attempt < 4, sqlState.hasPrefix("40") else { throw error }
+            } catch let error as PostgresError where attempt < 4 && (error.sqlState ?? "").hasPrefix("40") {
                 logger.warning("recording outcomes: \(error); trying again")
-                Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
+                Thread.sleep(forTimeInterval: delay)
                 delay *= 4
+                attempt += 1
             }
         }
-        return try recorder.flush()
     }
 }
 

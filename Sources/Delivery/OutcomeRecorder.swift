@@ -5,48 +5,39 @@ import Postgres
 /// and one `delivery_events` row each; retired tokens, with their other open deliveries settled.
 final class OutcomeRecorder {
     let connection: Connection
-    private var ids: [Int] = []
-    private var states: [String?] = []
-    private var attempts: [Int] = []
-    private var nextAttempts: [Date?] = []
-    private var errors: [String?] = []
-    private var messageIDs: [String?] = []
-    private var events: [String?] = []
-    private var statuses: [Int?] = []
-    private var leases: [String] = []
+    /// One delivery's new state. `state`, `nextAttempt`, `error`, `messageID` nil keep the stored value;
+    /// `event` nil writes no event (a release).
+    private struct Outcome {
+        var id: Int
+        var state: String?
+        var attempts: Int
+        var nextAttempt: Date?
+        var error: String?
+        var messageID: String?
+        var event: String?
+        var status: Int?
+        var lease: String
+    }
+    private var outcomes: [Outcome] = []
     private var retirements: [(tokenID: Int, reason: String, since: Date?, deliveryID: Int)] = []
 
     init(connection: Connection) { self.connection = connection }
 
-    var pending: Int { ids.count }
+    var pending: Int { outcomes.count }
 
     func settle(_ claimed: OutboxEngine.Claimed, state: String, event: String, error: String?, status: Int?,
                 messageID: String? = nil, attempts attempt: Int? = nil, nextAttempt: Date? = nil) {
-        ids.append(claimed.deliveryID)
-        states.append(state)
-        attempts.append(attempt ?? claimed.attempts)
-        nextAttempts.append(nextAttempt)
-        errors.append(error)
-        messageIDs.append(messageID)
-        events.append(event)
-        statuses.append(status)
-        leases.append(claimed.lease)
+        outcomes.append(Outcome(id: claimed.deliveryID, state: state, attempts: attempt ?? claimed.attempts, nextAttempt: nextAttempt,
+                                error: error, messageID: messageID, event: event, status: status, lease: claimed.lease))
     }
 
     /// The deliveries buffered as sent (for a message when they cannot be recorded).
-    var sentIDs: [Int] { zip(ids, states).filter { $0.1 == "sent" }.map(\.0) }
+    var sentIDs: [Int] { outcomes.filter { $0.state == "sent" }.map(\.id) }
 
     /// Gives a claimed delivery back unsent, due now, with no attempt counted.
     func release(_ claimed: OutboxEngine.Claimed) {
-        ids.append(claimed.deliveryID)
-        states.append(nil)
-        attempts.append(claimed.attempts)
-        nextAttempts.append(Date())
-        errors.append(nil)
-        messageIDs.append(nil)
-        events.append(nil)
-        statuses.append(nil)
-        leases.append(claimed.lease)
+        outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: Date(),
+                                error: nil, messageID: nil, event: nil, status: nil, lease: claimed.lease))
     }
 
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
@@ -55,20 +46,22 @@ final class OutcomeRecorder {
 
     /// Writes what is buffered; returns how many tokens were retired.
     func flush() throws -> Int {
-        guard !ids.isEmpty || !retirements.isEmpty else { return 0 }
+        guard !outcomes.isEmpty || !retirements.isEmpty else { return 0 }
         var retired = 0
         try connection.transaction {
-            if !ids.isEmpty {
+            if !outcomes.isEmpty {
+                let ids = PostgresArray(outcomes.map(\.id))
                 // Lock in id order, so two engines flushing overlapping rows cannot deadlock.
-                try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(PostgresArray(ids))::bigint[]) ORDER BY id FOR UPDATE")
+                try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE")
                 // Written only while the claim is still ours (next_attempt_at unchanged since the claim) and
                 // the delivery still open; a push that went out is recorded as sent even after a lost claim.
                 try connection.execute("""
                     WITH input AS (
-                        SELECT * FROM unnest(\(PostgresArray(ids))::bigint[], \(PostgresArray(states))::text[], \(PostgresArray(attempts))::int[],
-                                             \(PostgresArray(nextAttempts))::timestamptz[], \(PostgresArray(errors))::text[],
-                                             \(PostgresArray(messageIDs))::text[], \(PostgresArray(events))::text[], \(PostgresArray(statuses))::int[],
-                                             \(PostgresArray(leases))::text[])
+                        SELECT * FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
+                                             \(PostgresArray(outcomes.map(\.attempts)))::int[], \(PostgresArray(outcomes.map(\.nextAttempt)))::timestamptz[],
+                                             \(PostgresArray(outcomes.map(\.error)))::text[], \(PostgresArray(outcomes.map(\.messageID)))::text[],
+                                             \(PostgresArray(outcomes.map(\.event)))::text[], \(PostgresArray(outcomes.map(\.status)))::int[],
+                                             \(PostgresArray(outcomes.map(\.lease)))::text[])
                             AS t(id, state, attempts, next_attempt_at, error, message_id, event, status, lease)
                     ), updated AS (
                         UPDATE deliveries d
@@ -110,15 +103,7 @@ final class OutcomeRecorder {
                 retired += try result.first!.decode(0, as: Int.self)
             }
         }
-        ids.removeAll(keepingCapacity: true)
-        states.removeAll(keepingCapacity: true)
-        attempts.removeAll(keepingCapacity: true)
-        nextAttempts.removeAll(keepingCapacity: true)
-        errors.removeAll(keepingCapacity: true)
-        messageIDs.removeAll(keepingCapacity: true)
-        events.removeAll(keepingCapacity: true)
-        statuses.removeAll(keepingCapacity: true)
-        leases.removeAll(keepingCapacity: true)
+        outcomes.removeAll(keepingCapacity: true)
         retirements.removeAll()
         return retired
     }

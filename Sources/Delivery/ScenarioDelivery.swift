@@ -24,7 +24,7 @@ public final class ScenarioDelivery: JobDelivery {
             logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
             return nil
         }
-        let engine = OutboxEngine(connection: connection, providers: try settings.providers(), client: try HTTP2Client(settings.http),
+        let engine = OutboxEngine(connection: connection, providers: try settings.providers(), client: try HTTP2Client(OutboxEngine.http(settings.http, lease: OutboxEngine.defaultLease)),
                                   maxAttempts: settings.maxAttempts, logger: logger)
         let report = try engine.run(scope: .jobRun(runID))
         return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)

@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import Logging
 
 /// An HTTP/2 client on libcurl's multi interface: requests to one host are multiplexed over one TLS
 /// connection, reused for the client's whole life, with at most `window` requests in flight (queuing
@@ -32,7 +31,6 @@ public final class HTTP2Client {
     private let multi: UnsafeMutableRawPointer
     private var idle: [Transfer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var verifiedHTTP2 = false
     /// What libcurl's socket and timer callbacks tell the client.
     private let watch: SocketWatch
 
@@ -176,7 +174,6 @@ public final class HTTP2Client {
         if version != CURL_HTTP_VERSION_2_0 {
             return .failure(HTTPTransportError(.notHTTP2, "\(HTTP2Client.origin(transfer.request?.url ?? "?")): the server answered without HTTP/2 (ALPN did not negotiate h2)"))
         }
-        verifiedHTTP2 = true
         var status = 0
         ccurl_easy_getinfo_long(transfer.easy, CURLINFO_RESPONSE_CODE, &status)
         return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))

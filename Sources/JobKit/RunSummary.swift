@@ -65,8 +65,7 @@ public struct RunSummary: Sendable {
         var writer = JSONWriter()
         writer.add("job", job)
         writer.add("outcome", outcome)
-        // Stopped by a signal, the process ends by that signal: 128 + its number is what the parent sees.
-        writer.add("exit_code", stoppedBy != nil ? StopRequest.shared.requestedExitCode ?? Int(exitStatus.rawValue) : Int(exitStatus.rawValue))
+        writer.add("exit_code", StopRequest.shared.exitCode(exitStatus))
         if let stoppedBy { writer.add("stopped_by", stoppedBy) }
         writer.add("dry_run", dryRun)
         writer.add("as_of", Timestamp.iso8601(asOf))

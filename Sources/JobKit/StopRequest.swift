@@ -51,8 +51,11 @@ public final class StopRequest: @unchecked Sendable {
     /// "SIGTERM", "SIGINT", or nil.
     public var requestedSignalName: String? { requestedSignal.map(StopRequest.name) }
 
-    /// The status a parent sees once the process has ended by the stop signal (143 for SIGTERM).
-    public var requestedExitCode: Int? { requestedSignal.map { 128 + Int($0) } }
+    /// The status the parent will see: `status`, or 128 + the signal (143 for SIGTERM) when the process
+    /// is to end by a stop signal. What every summary line reports as `exit_code`.
+    public func exitCode(_ status: ExitStatus) -> Int {
+        requestedSignal.map { 128 + Int($0) } ?? Int(status.rawValue)
+    }
 
     /// Ends the process by the signal that asked it to stop, after the job has recorded and printed
     /// everything. Returns when no signal came.

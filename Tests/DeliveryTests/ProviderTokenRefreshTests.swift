@@ -11,28 +11,48 @@ import TestSupport
 /// use being older than Apple's 20-minute floor) and sends the push again on the same connection.
 /// In-process, because the engine's and the fake's clocks must be moved past that floor.
 @Suite struct ProviderTokenRefreshTests {
-    @Test func anExpiredProviderTokenIsReplacedOnceAndThePushIsSentAgain() throws {
-        let db = try TestCluster.shared().makeDatabase()
-        let f = try Fixtures(db, now: Date())
-        let org = try f.organization("Org")
-        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
-        let iphone = try f.device(kari, provider: "apns")
-        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+    let db: TestDatabase
+    let f: Fixtures
+    let clock = TestClock()
+    let push: PushEnvironment
+    let provider: APNsProvider
 
-        let clock = TestClock()
-        let push = try PushEnvironment { $0.now = { clock.now } }
+    /// A fake and an APNs provider on one clock the test moves.
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        let clock = self.clock
+        push = try PushEnvironment { $0.now = { clock.now } }
         let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
                                               teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
-        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
-                                    sandboxEndpoint: push.server.baseURL, clock: { clock.now })
+        provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
+                                sandboxEndpoint: push.server.baseURL, clock: { clock.now })
+    }
+
+    /// Mentors with one iPhone each, reminded by inactivity-check: one pending APNs delivery each.
+    func pendingAPNsDeliveries(_ count: Int) throws -> [Fixtures.Device] {
+        let org = try f.organization("Org")
+        let devices = try (0..<count).map { i in
+            try f.device(try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 0), provider: "apns")
+        }
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        return devices
+    }
+
+    func runEngine() throws -> DeliveryReport {
+        let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
+                                  client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
+                                  maxAttempts: 5, logger: Logger(label: "test"))
+        return try engine.run(scope: .all)
+    }
+
+    @Test func anExpiredProviderTokenIsReplacedOnceAndThePushIsSentAgain() throws {
+        let iphone = try pendingAPNsDeliveries(1)[0]
         let firstToken = provider.tokens.token()
         // 25 minutes on, the token is still within its 50-minute reuse, and APNs calls it expired once.
         clock.advance(25 * 60)
         push.server.inject(.expiredProviderToken, count: 1)
-        let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
-                                  client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
-                                  maxAttempts: 5, logger: Logger(label: "test"))
-        let report = try engine.run(scope: .all)
+        let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "\(report.brokenProviders)")
         let sent = push.server.requests().filter { $0.provider == .apns }
@@ -48,28 +68,11 @@ import TestSupport
     }
 
     @Test func pushesInFlightWithTheExpiredTokenAreSentAgainWithTheOneFreshToken() throws {
-        let db = try TestCluster.shared().makeDatabase()
-        let f = try Fixtures(db, now: Date())
-        let org = try f.organization("Org")
-        for i in 0..<5 {
-            let mentor = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 0)
-            try f.device(mentor, provider: "apns")
-        }
-        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
-
-        let clock = TestClock()
-        let push = try PushEnvironment { $0.now = { clock.now } }
-        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
-                                              teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
-        let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
-                                    sandboxEndpoint: push.server.baseURL, clock: { clock.now })
+        _ = try pendingAPNsDeliveries(5)
         clock.advance(25 * 60)
         // All five go out with the old token and all five are told it expired.
         push.server.inject(.expiredProviderToken, count: 5)
-        let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
-                                  client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
-                                  maxAttempts: 5, logger: Logger(label: "test"))
-        let report = try engine.run(scope: .all)
+        let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "one fresh token serves all: \(report.brokenProviders)")
         #expect(report.sent == 5)

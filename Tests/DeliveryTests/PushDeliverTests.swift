@@ -52,6 +52,13 @@ import TestSupport
         push.server.requests().filter { $0.provider == provider }
     }
 
+    /// Waits (up to 20 s) until `count` deliveries are recorded as sent, then sends `signal` to `running`.
+    func signal(_ running: ProcessRunner.Running, _ signal: Int32, onceSent count: Int) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < count && Date() < deadline { usleep(20_000) }
+        kill(running.pid, signal)
+    }
+
     @Test func inactivityCheckDeliversRightAfterItsCommit() throws {
         let org = try f.organization("Org")
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
@@ -405,9 +412,7 @@ import TestSupport
         environment["PUSH_CONCURRENCY"] = "5"
         let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--lease", "2"], environment: environment)
         // Let some pushes through, then kill it without warning.
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 10 && Date() < deadline { usleep(50_000) }
-        kill(running.pid, SIGKILL)
+        try signal(running, SIGKILL, onceSent: 10)
         _ = try? running.wait()
         let sentBeforeKill = try states()["sent"] ?? 0
         #expect(sentBeforeKill >= 10 && sentBeforeKill < 60, "killed mid-run, after some were recorded")
@@ -429,9 +434,7 @@ import TestSupport
         environment["PUSH_CONCURRENCY"] = "5"
         let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
         // The first five answers are recorded, the next five are in flight: systemd stops the unit.
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
-        kill(running.pid, SIGTERM)
+        try signal(running, SIGTERM, onceSent: 5)
         let result = try running.wait()
 
         #expect(result.signal == SIGTERM, "ends by the signal that stopped it, not by exit(143): \(result.stderr)")
@@ -466,9 +469,7 @@ import TestSupport
         environment["PUSH_CONCURRENCY"] = "5"
         let running = try ProcessRunner.start(Paths.executable("inactivity-check"),
                                               ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
-        kill(running.pid, SIGINT)
+        try signal(running, SIGINT, onceSent: 5)
         let result = try running.wait()
 
         #expect(result.signal == SIGINT, "stderr: \(result.stderr)")
