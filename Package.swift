@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "inactivity-check", targets: ["inactivity-check"]),
+        .executable(name: "assignment-follow-up", targets: ["assignment-follow-up"]),
+        .executable(name: "overdue-digest", targets: ["overdue-digest"]),
+        .executable(name: "impact-summary", targets: ["impact-summary"]),
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
@@ -32,14 +35,26 @@ let package = Package(
         ]),
         // Fast text forms without Foundation formatters: JSON for output lines, jsonb values and push payloads; UUIDs.
         .target(name: "TextCoding"),
-        // What every job shares: flags, run claiming, schema check, recording, dry-run plan, summary, exit codes.
+        // The run envelope every executable shares: job_runs row, summary line, exit codes, stop on signal, logging.
         .target(name: "JobKit", dependencies: [
             "Postgres", "TextCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // One file per scenario: its query, its decision, its message.
-        .target(name: "Scenarios", dependencies: ["JobKit", "Postgres", "TextCoding"]),
+        // The schema migrations and the `migrate` command's body.
+        .target(name: "Migrations", dependencies: ["JobKit", "Postgres", "TextCoding"]),
+        // The scenario engine: rules, policies, candidates by name, decisions, recording, the plan.
+        .target(name: "ScenarioEngine", dependencies: [
+            "JobKit", "Postgres", "TextCoding",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // One file per scenario: its settings, its query, its decision, its message.
+        .target(name: "Scenarios", dependencies: ["ScenarioEngine", "JobKit", "Postgres", "TextCoding"]),
+        // The command line every scenario executable shares (its main.swift is one call).
+        .target(name: "ScenarioCommand", dependencies: [
+            "ScenarioEngine", "Delivery", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // The libcurl multi wrapper: many requests multiplexed over one HTTP/2 + TLS connection per host.
         .target(name: "HTTP2", dependencies: ["CCurl"]),
         // APNs and FCM: credentials and JWT signing, payloads, requests, outcome classification.
@@ -51,7 +66,7 @@ let package = Package(
         ]),
         // The outbox engine: claim due deliveries, send them, record each outcome.
         .target(name: "Delivery", dependencies: [
-            "Push", "Postgres", "JobKit", "TextCoding",
+            "Push", "Postgres", "JobKit", "ScenarioEngine", "TextCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Local fake APNs, FCM and OAuth token servers: TLS + HTTP/2, validating and answering like the real ones.
@@ -68,11 +83,12 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "migrate", dependencies: [
-            "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "Migrations", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "inactivity-check", dependencies: [
-            "JobKit", "Scenarios", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(name: "inactivity-check", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "assignment-follow-up", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "overdue-digest", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "impact-summary", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "push-deliver", dependencies: [
             "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -85,13 +101,14 @@ let package = Package(
 
         // Shared test support: the throwaway PostgreSQL cluster, per-test databases, fixtures, process runner.
         .target(name: "TestSupport", dependencies: [
-            "Postgres", "JobKit", "FakePush",
+            "Postgres", "JobKit", "Migrations", "ScenarioEngine", "FakePush",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "JobTests", dependencies: ["JobKit", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "JobKit", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
+        .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
+                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary"]),
         .testTarget(name: "FakePushTests", dependencies: [
             "FakePush", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

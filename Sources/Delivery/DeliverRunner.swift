@@ -21,6 +21,17 @@ public enum DeliverRunner {
         /// its own HTTP/2 connection per provider (Apple: "open several connections" for throughput).
         public var workers: Int
 
+        /// `--workers`, else `PUSH_WORKERS`, else 1. A malformed or out-of-range `PUSH_WORKERS` is a
+        /// configuration error (78) naming the variable, never silently one worker.
+        public static func workers(flag: Int?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Int {
+            if let flag { return flag }
+            guard let text = environment["PUSH_WORKERS"], !text.isEmpty else { return 1 }
+            guard let n = Int(text), (1...32).contains(n) else {
+                throw JobFailure(.config, "PUSH_WORKERS must be a whole number from 1 to 32, found \"\(text)\"")
+            }
+            return n
+        }
+
         public init(databaseURL: String?, dryRun: Bool, format: OutputFormat, lease: Int, statementTimeout: Int,
                     logLevel: LogLevelOption, delivery: DeliveryOptions, workers: Int = 1) {
             self.workers = workers
@@ -37,67 +48,39 @@ public enum DeliverRunner {
     /// Returns the exit status. After SIGTERM or SIGINT it stops early (see `StopRequest`), prints its
     /// summary, and then ends the process by that signal.
     public static func run(_ options: Options) -> ExitStatus {
-        let logger = JobLogging.logger(job: "push-deliver", level: options.logLevel)
-        let clock = ContinuousClock()
-        let started = clock.now
-        var summary = JSONWriter()
-        summary.add("job", "push-deliver")
-        var status = ExitStatus.ok
-        var outcome = "ok"
-        var details = ""
-        var message: String?
-        do {
+        JobEnvelope.run("push-deliver", dryRun: options.dryRun, logLevel: options.logLevel, writes: !options.dryRun) { run in
             let url = JobDatabase.url(flag: options.databaseURL)
             let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
             try Schema.check(connection)
             let settings = try PushSettings.load(options.delivery)
-            if !options.dryRun { StopRequest.shared.install() }
             if options.dryRun {
-                details = try plan(connection, settings: settings, format: options.format)
-            } else {
-                guard settings.isConfigured else {
-                    throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
-                }
-                let report: DeliveryReport
-                if options.workers <= 1 {
-                    report = try drain(connection, settings: settings, options: options, logger: logger)
-                } else {
-                    report = try drainInParallel(settings: settings, url: url, options: options, logger: logger)
-                }
-                logger.info("\(report.sentence)")
-                details = report.json
-                status = report.exitStatus
-                if status != .ok { outcome = "partial"; message = report.sentence }
-                if let stoppedBy = report.stoppedBy { outcome = "stopped"; message = "stopped by \(stoppedBy); \(report.sentence)" }
+                let due = try plan(connection, settings: settings, format: options.format)
+                run.counts = { var writer = JSONWriter(); writer.add("due", json: due); return writer }
+                return
             }
-        } catch {
-            let failure = JobRunner.classify(error)
-            logger.error("\(failure.message)")
-            status = failure.status
-            outcome = "failed"
-            message = failure.message
+            guard settings.isConfigured else {
+                throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
+            }
+            try run.record(on: connection)
+            let report: DeliveryReport
+            if options.workers <= 1 {
+                report = try drain(connection, settings: settings, options: options, logger: run.logger)
+            } else {
+                report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger)
+            }
+            run.logger.info("\(report.sentence)")
+            run.counts = { var writer = JSONWriter(); writer.add("push", json: report.json); return writer }
+            if report.exitStatus != .ok { run.degrade(report.exitStatus, report.sentence) }
+            if let stoppedBy = report.stoppedBy {
+                run.stoppedBy = stoppedBy
+                run.message = "stopped by \(stoppedBy); \(report.sentence)"
+            }
         }
-        summary.add("outcome", outcome)
-        summary.add("exit_code", StopRequest.shared.exitCode(status))
-        summary.add("dry_run", options.dryRun)
-        if !details.isEmpty { summary.add(options.dryRun ? "due" : "push", json: details) }
-        if let message { summary.add("message", message) }
-        let elapsed = clock.now - started
-        summary.add("duration_ms", Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
-        Output.line(summary.json)
-        Output.flush()
-        StopRequest.shared.endIfRequested()
-        return status
     }
 
     /// One engine on this thread.
     static func drain(_ connection: Connection, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
-        let lease = TimeInterval(options.lease)
-        let engine = OutboxEngine(connection: connection, providers: try settings.providers(),
-                                  client: try HTTP2Client(OutboxEngine.http(settings.http, lease: lease)),
-                                  maxAttempts: settings.maxAttempts, logger: logger)
-        engine.lease = lease
-        return try engine.run(scope: .all)
+        try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger).run(scope: .all)
     }
 
     /// `options.workers` engines on their own threads, each with its own connections. They share
@@ -115,7 +98,7 @@ public enum DeliverRunner {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     results.add(.success(try drain(connection, settings: settings, options: options, logger: workerLogger)))
                 } catch {
-                    results.add(.failure(JobRunner.classify(error)))
+                    results.add(.failure(JobFailure(classifying: error)))
                 }
             }
             thread.name = "push-deliver-\(index + 1)"
@@ -132,7 +115,7 @@ public enum DeliverRunner {
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL
                   FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
-                 WHERE d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()
+                 WHERE \(OutboxEngine.duePredicate)
                  ORDER BY d.next_attempt_at, d.id
                 """) { row in
                 let provider: String = try row.decode(2)

@@ -24,7 +24,7 @@ public final class OutboxEngine {
     let maxAttempts: Int
     let logger: Logger
     /// How long a claimed delivery stays invisible to other engines.
-    public var lease: TimeInterval = OutboxEngine.defaultLease
+    public let lease: TimeInterval
     public static let defaultLease: TimeInterval = 300
 
     /// `configuration` with a request timeout of at most half the lease: no push may outlive the claim on
@@ -57,14 +57,25 @@ public final class OutboxEngine {
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
-                maxAttempts: Int, logger: Logger) {
+                maxAttempts: Int, lease: TimeInterval = OutboxEngine.defaultLease, logger: Logger) {
         self.connection = connection
         self.providers = providers
         self.client = client
         self.maxAttempts = maxAttempts
+        self.lease = lease
         self.logger = logger
         self.batchSize = max(500, client.configuration.window * 10)
     }
+
+    /// An engine with its own HTTP/2 client, whose request timeout is kept within half of `lease`.
+    public convenience init(connection: Connection, settings: PushSettings, lease: TimeInterval, logger: Logger) throws {
+        self.init(connection: connection, providers: try settings.providers(),
+                  client: try HTTP2Client(OutboxEngine.http(settings.http, lease: lease)),
+                  maxAttempts: settings.maxAttempts, lease: lease, logger: logger)
+    }
+
+    /// The one definition of a delivery that is due (`d` is `deliveries`): open, and its time has come.
+    public static let duePredicate: Query = "d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()"
 
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
     public func run(scope: Scope) throws -> DeliveryReport {
@@ -143,7 +154,7 @@ public final class OutboxEngine {
                 SELECT d.id FROM deliveries d
                   JOIN device_tokens t ON t.id = d.device_token_id
                   JOIN notifications n ON n.id = d.notification_id
-                 WHERE d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()
+                 WHERE \(OutboxEngine.duePredicate)
                    AND t.provider = ANY(\(kinds)::text[])
                    AND (\(runID)::bigint IS NULL OR n.job_run_id = \(runID)::bigint)
                  ORDER BY d.next_attempt_at

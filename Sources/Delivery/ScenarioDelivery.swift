@@ -4,6 +4,7 @@ import JobKit
 import Logging
 import Postgres
 import Push
+import ScenarioEngine
 
 /// Delivers a scenario job's new notifications right after it records them, when APNs or FCM is
 /// configured; otherwise they wait as pending deliveries for `push-deliver`.
@@ -24,8 +25,7 @@ public final class ScenarioDelivery: JobDelivery {
             logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
             return nil
         }
-        let engine = OutboxEngine(connection: connection, providers: try settings.providers(), client: try HTTP2Client(OutboxEngine.http(settings.http, lease: OutboxEngine.defaultLease)),
-                                  maxAttempts: settings.maxAttempts, logger: logger)
+        let engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
         let report = try engine.run(scope: .jobRun(runID))
         return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }

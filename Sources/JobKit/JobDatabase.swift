@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Postgres
 
@@ -14,6 +15,17 @@ public enum JobDatabase {
             return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))
         } catch {
             throw JobFailure(.unavailable, "\(error)")
+        }
+    }
+
+    /// PostgreSQL's `statement_timeout` is at most 2,147,483,647 ms: a larger `--statement-timeout` is a
+    /// bad flag (64), not a database failure a wrapper would retry forever.
+    public static let maxStatementTimeout = 2_147_483
+
+    /// Throws the usage error for a `--statement-timeout` outside 1…`maxStatementTimeout` seconds.
+    public static func validateStatementTimeout(_ seconds: Int) throws {
+        guard (1...maxStatementTimeout).contains(seconds) else {
+            throw ValidationError("--statement-timeout must be from 1 to \(maxStatementTimeout) seconds")
         }
     }
 }

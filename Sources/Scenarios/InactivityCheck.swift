@@ -1,7 +1,7 @@
 import Foundation
-import TextCoding
-import JobKit
 import Postgres
+import ScenarioEngine
+import TextCoding
 
 /// Reminds peer mentors who have not logged an activity for longer than their organization's
 /// threshold (default 14 days) to log what they have done.
@@ -21,9 +21,9 @@ public struct InactivityCheck: Scenario {
         var lastActivity: Date?
         var joinedAt: Date
         var pauseLiftedAt: Date?
-        var pausedSince: Date?
-        var pausedUntil: Date?
-        var pauseReason: String?
+        /// Where the inactivity stretch starts (computed by the query, the one place the rule lives).
+        var stretchStart: Date
+        var pause: CurrentPause?
         var remindedAt: Date?
     }
 
@@ -31,7 +31,9 @@ public struct InactivityCheck: Scenario {
 
     public var key: String { "inactivity" }
     public var jobName: String { "inactivity-check" }
+    public var abstract: String { "Remind peer mentors who have not logged an activity for longer than their organization's threshold." }
     public var category: NotificationCategory { .inactivity }
+    public var suppressionReasons: [SuppressionReason] { [.paused] }
 
     public func settings(_ reader: SettingsReader) throws -> Settings {
         Settings(thresholdDays: try reader.integer("threshold_days", in: 1...365))
@@ -43,47 +45,37 @@ public struct InactivityCheck: Scenario {
         // The index users_inactivity_idx drives this: per organization, a range scan over the mentors
         // quiet since before the threshold. Pauses and earlier reminders only narrow that range.
         return """
-            SELECT \(Recipient.columns(for: category)),
-                   u.last_activity_logged_at, u.joined_at, lift.lifted_at,
-                   pause.starts_at, pause.ends_at, pause.reason, reminder.reminded_at
+            SELECT u.id AS user_id, 'stretch:' || extract(epoch FROM s.stretch_start)::bigint AS subject,
+                   u.last_activity_logged_at AS last_activity, u.joined_at, lift.lifted_at, s.stretch_start,
+                   \(CurrentPause.columns), reminder.reminded_at
               FROM unnest(\(organizations)::uuid[], \(thresholds)::int[]) AS r(organization_id, threshold_days)
               JOIN users u ON u.organization_id = r.organization_id
                           AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
                           AND coalesce(u.last_activity_logged_at, u.joined_at) <= \(now)::timestamptz - make_interval(days => r.threshold_days)
-              LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
               LEFT JOIN LATERAL (SELECT max(p.ends_at) AS lifted_at FROM availability_pauses p
                                   WHERE p.mentor_id = u.id AND p.ends_at <= \(now)) lift ON true
-              LEFT JOIN LATERAL (SELECT p.starts_at, p.ends_at, p.reason FROM availability_pauses p
-                                  WHERE p.mentor_id = u.id AND p.starts_at <= \(now) AND (p.ends_at IS NULL OR p.ends_at > \(now))
-                                  ORDER BY p.starts_at DESC LIMIT 1) pause ON true
+              CROSS JOIN LATERAL (SELECT greatest(coalesce(u.last_activity_logged_at, u.joined_at), lift.lifted_at) AS stretch_start) s
+              \(CurrentPause.join(mentor: "u.id", now: now))
               LEFT JOIN LATERAL (SELECT max(n.created_at) AS reminded_at FROM notifications n
                                   WHERE n.user_id = u.id AND n.category = 'inactivity') reminder ON true
-             WHERE greatest(coalesce(u.last_activity_logged_at, u.joined_at), lift.lifted_at)
-                   <= \(now)::timestamptz - make_interval(days => r.threshold_days)
+             WHERE s.stretch_start <= \(now)::timestamptz - make_interval(days => r.threshold_days)
             """
     }
 
-    public func candidate(_ row: Row, recipient: Recipient) throws -> Candidate {
-        let base = Recipient.columnCount
-        return Candidate(
-            lastActivity: try row.decode(base, as: Date?.self),
-            joinedAt: try row.decode(base + 1),
-            pauseLiftedAt: try row.decode(base + 2, as: Date?.self),
-            pausedSince: try row.decode(base + 3, as: Date?.self),
-            pausedUntil: try row.decode(base + 4, as: Date?.self),
-            pauseReason: try row.decode(base + 5, as: String?.self),
-            remindedAt: try row.decode(base + 6, as: Date?.self))
+    public func candidate(_ row: CandidateRow) throws -> Candidate {
+        Candidate(
+            lastActivity: try row.decode("last_activity", as: Date?.self),
+            joinedAt: try row.decode("joined_at"),
+            pauseLiftedAt: try row.decode("lifted_at", as: Date?.self),
+            stretchStart: try row.decode("stretch_start"),
+            pause: try CurrentPause(row),
+            remindedAt: try row.decode("reminded_at", as: Date?.self))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         let threshold = TimeInterval(rule.settings.thresholdDays) * 86_400
-        if let since = candidate.pausedSince {
-            var detail = "paused since \(day(since))"
-            detail += candidate.pausedUntil.map { " until \(day($0))" } ?? " until further notice"
-            if let reason = candidate.pauseReason, !reason.isEmpty { detail += " (\(reason))" }
-            return .suppress(.paused, detail: detail)
-        }
-        let stretchStart = max(candidate.lastActivity ?? candidate.joinedAt, candidate.pauseLiftedAt ?? .distantPast)
+        if let pause = candidate.pause { return .suppress(.paused, detail: pause.detail) }
+        let stretchStart = candidate.stretchStart
         var anchor = stretchStart
         if let reminded = candidate.remindedAt, reminded >= stretchStart {
             guard now.timeIntervalSince(reminded) >= threshold else {
@@ -126,5 +118,5 @@ public struct InactivityCheck: Scenario {
         }
     }
 
-    private func day(_ date: Date) -> String { String(Timestamp.iso8601(date).prefix(10)) }
+    private func day(_ date: Date) -> String { Day.iso(date) }
 }

@@ -110,3 +110,16 @@ public struct JSONWriter {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension JSONWriter {
+    /// True while no member has been added.
+    public var isEmpty: Bool { first }
+
+    /// Appends every member another writer holds, in its order (an object's members spliced into this one).
+    public mutating func append(members other: JSONWriter) {
+        guard !other.first else { return }
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        bytes.append(contentsOf: other.bytes.dropFirst())
+    }
+}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobKit
+import Migrations
 
 /// Applies the SQL migrations in sql/migrations that the database has not had yet.
 @main

@@ -36,14 +36,21 @@ struct PushDeliverCommand: ParsableCommand {
 
     func validate() throws {
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
-        guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
+        try JobDatabase.validateStatementTimeout(statementTimeout)
         if let workers { guard (1...32).contains(workers) else { throw ValidationError("--workers must be from 1 to 32") } }
     }
 
     func run() throws {
+        let workers: Int
+        do {
+            workers = try DeliverRunner.Options.workers(flag: self.workers)
+        } catch let failure as JobFailure {
+            FileHandle.standardError.write(Data("push-deliver: \(failure.message)\n".utf8))
+            throw ExitCode(failure.status.rawValue)
+        }
         let status = DeliverRunner.run(.init(databaseURL: databaseURL, dryRun: dryRun, format: format, lease: lease,
                                              statementTimeout: statementTimeout, logLevel: logLevel, delivery: delivery,
-                                             workers: workers ?? ProcessInfo.processInfo.environment["PUSH_WORKERS"].flatMap { Int($0) }.map { min(max($0, 1), 32) } ?? 1))
+                                             workers: workers))
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

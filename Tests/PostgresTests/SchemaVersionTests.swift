@@ -1,5 +1,6 @@
 import Foundation
 import JobKit
+import Migrations
 import Testing
 import TestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import JobKit
+import Migrations
 import Postgres
 
 /// The PostgreSQL server the tests use: a throwaway cluster started once per test process

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JobKit
 import Postgres
 
 /// The flags every scenario job shares.
@@ -31,9 +32,7 @@ public struct JobOptions: ParsableArguments, Sendable {
     public init() {}
 
     public mutating func validate() throws {
-        guard statementTimeout > 0 else {
-            throw ValidationError("--statement-timeout must be a positive number of seconds")
-        }
+        try JobDatabase.validateStatementTimeout(statementTimeout)
         if explain && dryRun { throw ValidationError("--explain and --dry-run cannot be used together") }
     }
 
@@ -41,21 +40,6 @@ public struct JobOptions: ParsableArguments, Sendable {
     public var resolvedDatabaseURL: String? {
         JobDatabase.url(flag: databaseURL)
     }
-}
-
-/// `--format`.
-public enum OutputFormat: String, ExpressibleByArgument, Sendable, CaseIterable {
-    case text, json
-}
-
-/// An ISO 8601 instant given on the command line.
-public struct Instant: ExpressibleByArgument, Sendable {
-    public var date: Date
-    public init?(argument: String) {
-        guard let date = Timestamp.parse(argument) else { return nil }
-        self.date = date
-    }
-    public static var defaultCompletionKind: CompletionKind { .default }
 }
 
 /// An organization id given with `--org`.

@@ -1,3 +1,4 @@
+import JobKit
 import Logging
 import Postgres
 

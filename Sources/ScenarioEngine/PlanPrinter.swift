@@ -1,50 +1,70 @@
-import TextCoding
 import Foundation
+import JobKit
 import Postgres
+import TextCoding
 
 /// Prints a dry run's plan as decisions stream in: one readable block or one JSON object per candidate.
 struct PlanPrinter {
     let format: OutputFormat
+    /// Where the plan's lines go: stdout for the executables, a buffer for in-process tests.
+    var emit: (String) -> Void = Output.line
 
     func header(job: String, asOf: Date) {
         guard format == .text else { return }
-        Output.line("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
-        Output.line("")
+        emit("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
+        emit("")
     }
 
-    func print(_ recipient: Recipient, organization: String, decision: Decision) {
+    func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
         switch format {
-        case .text: printText(recipient, organization: organization, decision: decision)
-        case .json: Output.line(json(recipient, organization: organization, decision: decision))
+        case .text: printText(recipient, organization: organization, subject: subject, decision: decision)
+        case .json: emit(json(recipient, organization: organization, subject: subject, decision: decision))
         }
     }
 
-    func footer(_ summary: RunSummary) {
-        guard format == .text else { return }
-        Output.line("")
-        Output.line(summary.sentence)
+    /// An organization left out of this run because it is not due yet.
+    func notDue(_ organization: String, id: UUID, why: String) {
+        switch format {
+        case .text:
+            emit("LATER   \(PlanPrinter.printable(organization)) (organization \(id.lowercasedString)): \(why)")
+        case .json:
+            var writer = JSONWriter()
+            writer.add("organization_id", id.lowercasedString)
+            writer.add("organization", organization)
+            writer.add("decision", "not_due")
+            writer.add("detail", why)
+            emit(writer.json)
+        }
     }
 
-    private func printText(_ recipient: Recipient, organization: String, decision: Decision) {
-        let who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(PlanPrinter.printable(organization)))"
+    func footer(_ summary: ScenarioSummary) {
+        guard format == .text else { return }
+        emit("")
+        emit(summary.sentence)
+    }
+
+    private func printText(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
+        var who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(PlanPrinter.printable(organization)))"
+        if let subject, !subject.hasPrefix("stretch:") { who += " about \(subject)" }
         switch decision {
         case .notify(let draft):
             let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
-            Output.line("NOTIFY  \(who): \(draft.why); \(devices)")
-            Output.line("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
-            Output.line("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
+            emit("NOTIFY  \(who): \(draft.why); \(devices)")
+            emit("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
+            emit("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
         case .suppress(let reason, let detail):
-            Output.line("SKIP    \(who): \(reason.rawValue): \(PlanPrinter.printable(detail))")
+            emit("SKIP    \(who): \(reason.rawValue): \(PlanPrinter.printable(detail))")
         }
     }
 
-    private func json(_ recipient: Recipient, organization: String, decision: Decision) -> String {
+    private func json(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) -> String {
         var writer = JSONWriter()
         writer.add("user_id", recipient.userID.lowercasedString)
         writer.add("name", recipient.displayName)
         writer.add("organization_id", recipient.organizationID.lowercasedString)
         writer.add("organization", organization)
         writer.add("language", recipient.language.rawValue)
+        writer.add("subject", subject)
         switch decision {
         case .notify(let draft):
             writer.add("decision", "notify")

@@ -1,6 +1,7 @@
-import TextCoding
 import Foundation
+import JobKit
 import Postgres
+import TextCoding
 
 /// One organization's rule for a scenario: on or off, and its validated settings (the scenario's
 /// defaults from `scenario_defaults`, overridden key by key by `organization_scenario_rules`).
@@ -22,6 +23,24 @@ public struct SettingsReader {
     public let organizationName: String
     public let organizationID: UUID
     let values: [String: JSONTree]
+    /// The keys the scenario asked for: any other key in the row is a typo or a leftover, and fails.
+    private let asked = KeysAsked()
+
+    init(scenario: String, organizationName: String, organizationID: UUID, values: [String: JSONTree]) {
+        self.scenario = scenario
+        self.organizationName = organizationName
+        self.organizationID = organizationID
+        self.values = values
+    }
+
+    /// Fails on the first key the scenario did not ask for (say `threshold_dayz`, which would otherwise
+    /// leave the default in force without a word).
+    func checkNoUnknownKeys() throws {
+        let known = asked.keys
+        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
+            throw JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(unknown) is not a setting of \(scenario) (its settings: \(known.sorted().joined(separator: ", "))); fix its row in organization_scenario_rules")
+        }
+    }
 
     func fail(_ key: String, _ expectation: String, found: JSONTree?) -> JobFailure {
         JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); fix its row in organization_scenario_rules")
@@ -29,6 +48,7 @@ public struct SettingsReader {
 
     /// An integer setting within `range`.
     public func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int {
+        asked.insert(key)
         guard case .integer(let value)? = values[key], range.contains(value) else {
             throw fail(key, "an integer from \(range.lowerBound) to \(range.upperBound)", found: values[key])
         }
@@ -37,6 +57,7 @@ public struct SettingsReader {
 
     /// A non-empty list of distinct integers, each within `range`, sorted.
     public func integers(_ key: String, in range: ClosedRange<Int>) throws -> [Int] {
+        asked.insert(key)
         let expectation = "a non-empty list of integers from \(range.lowerBound) to \(range.upperBound)"
         guard case .array(let items)? = values[key], !items.isEmpty else { throw fail(key, expectation, found: values[key]) }
         var result: [Int] = []
@@ -46,6 +67,12 @@ public struct SettingsReader {
         }
         return Array(Set(result)).sorted()
     }
+}
+
+/// The keys a `SettingsReader` was asked for.
+private final class KeysAsked: @unchecked Sendable {
+    private(set) var keys = Set<String>()
+    func insert(_ key: String) { keys.insert(key) }
 }
 
 /// A parsed JSON value that keeps booleans, integers and other numbers apart.
@@ -112,7 +139,9 @@ enum RuleLoader {
                 throw JobFailure(.config, "organization \"\(name)\": \(scenario.key) settings are not a JSON object")
             }
             do {
-                let settings = try scenario.settings(SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values))
+                let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values)
+                let settings = try scenario.settings(reader)
+                try reader.checkNoUnknownKeys()
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
                                               defaultLocale: try row.decode(4), timeZone: try row.decode(5)))
             } catch let failure as JobFailure {

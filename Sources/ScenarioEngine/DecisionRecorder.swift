@@ -1,18 +1,21 @@
 import Foundation
+import JobKit
 import Postgres
 
 /// Writes decisions in batches. Each batch is one transaction and one statement: the inbox rows
 /// (skipping any dedupe key already stored), one pending delivery per active device token of each
 /// new row, and a `decisions` row for every candidate. A crash loses at most the batch in progress,
 /// which the next run decides again.
-struct DecisionRecorder<S: Scenario> {
+struct DecisionRecorder {
     let connection: Connection
-    let scenario: S
+    let scenario: String
+    let category: NotificationCategory
     let runID: Int
     let asOf: Date
     let batchSize: Int
 
     private var users: [UUID] = []
+    private var subjects: [String?] = []
     private var outcomes: [String] = []
     private var reasons: [String] = []
     private var details: [String?] = []
@@ -22,20 +25,22 @@ struct DecisionRecorder<S: Scenario> {
     private var keys: [String?] = []
     private var expiries: [Date?] = []
 
-    init(connection: Connection, scenario: S, runID: Int, asOf: Date, batchSize: Int = 500) {
+    init(connection: Connection, scenario: String, category: NotificationCategory, runID: Int, asOf: Date, batchSize: Int = 500) {
         self.connection = connection
         self.scenario = scenario
+        self.category = category
         self.runID = runID
         self.asOf = asOf
         self.batchSize = batchSize
     }
 
-    mutating func add(_ recipient: Recipient, _ decision: Decision, into summary: inout RunSummary) throws {
+    mutating func add(_ recipient: Recipient, subject: String?, _ decision: Decision, into summary: inout ScenarioSummary) throws {
         users.append(recipient.userID)
+        subjects.append(subject)
         switch decision {
         case .notify(let draft):
             outcomes.append("notified")
-            reasons.append(recipient.activeDevices == 0 ? "inbox_only_no_device" : "notified")
+            reasons.append(recipient.activeDevices == 0 ? NotifiedReason.inboxOnlyNoDevice : NotifiedReason.notified)
             details.append(draft.why)
             titles.append(draft.title)
             bodies.append(draft.body)
@@ -55,34 +60,34 @@ struct DecisionRecorder<S: Scenario> {
         if users.count >= batchSize { try flush(into: &summary) }
     }
 
-    mutating func flush(into summary: inout RunSummary) throws {
+    mutating func flush(into summary: inout ScenarioSummary) throws {
         guard !users.isEmpty else { return }
         let planned = outcomes.filter { $0 == "notified" }.count
-        let category = scenario.category.rawValue
+        let category = category.rawValue
         let query: Query = """
             WITH input AS (
                 SELECT * FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(outcomes))::text[],
                                      \(PostgresArray(reasons))::text[], \(PostgresArray(details))::text[],
                                      \(PostgresArray(titles))::text[], \(PostgresArray(bodies))::text[],
                                      \(PostgresArray(data))::jsonb[], \(PostgresArray(keys))::text[],
-                                     \(PostgresArray(expiries))::timestamptz[])
-                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at)
+                                     \(PostgresArray(expiries))::timestamptz[], \(PostgresArray(subjects))::text[])
+                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject)
             ), inserted AS (
-                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id)
-                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID)
+                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject)
+                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
             ), queued AS (
                 INSERT INTO deliveries (notification_id, device_token_id)
-                SELECT i.id, d.id FROM inserted i JOIN device_tokens d ON d.user_id = i.user_id AND d.retired_at IS NULL
+                SELECT i.id, d.id FROM inserted i JOIN active_device_tokens d ON d.user_id = i.user_id
                 RETURNING 1
             ), decided AS (
-                INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at)
-                SELECT \(runID), \(scenario.key), t.user_id,
+                INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at, subject)
+                SELECT \(runID), \(scenario), t.user_id,
                        CASE WHEN t.outcome = 'notified' AND i.id IS NULL THEN 'suppressed' ELSE t.outcome END,
-                       CASE WHEN t.outcome = 'notified' AND i.id IS NULL THEN 'already_notified' ELSE t.reason END,
-                       t.detail, i.id, t.dedupe_key, \(asOf)
+                       CASE WHEN t.outcome = 'notified' AND i.id IS NULL THEN \(SuppressionReason.alreadyNotified.rawValue) ELSE t.reason END,
+                       t.detail, i.id, t.dedupe_key, \(asOf), t.subject
                   FROM input t LEFT JOIN inserted i ON i.dedupe_key = t.dedupe_key
                 RETURNING 1
             )
@@ -95,6 +100,7 @@ struct DecisionRecorder<S: Scenario> {
         summary.deliveries += try row.decode(1)
         summary.duplicates += planned - inserted
         users.removeAll(keepingCapacity: true)
+        subjects.removeAll(keepingCapacity: true)
         outcomes.removeAll(keepingCapacity: true)
         reasons.removeAll(keepingCapacity: true)
         details.removeAll(keepingCapacity: true)

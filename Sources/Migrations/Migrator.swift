@@ -1,4 +1,5 @@
 import Foundation
+import JobKit
 import Postgres
 
 /// Applies the numbered SQL files in `sql/migrations` (`0001_name.sql`, …) in order, each in its own

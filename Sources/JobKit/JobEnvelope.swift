@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import Postgres
+
+/// The one run envelope of every executable (scenario jobs, `push-deliver`, `migrate`): a logger, the
+/// stop signals of a writing run, the error-to-exit-code mapping, the `job_runs` row's end, and the
+/// JSON summary line that is always the last line on stdout. After SIGTERM or SIGINT the job finishes
+/// what is in flight, and the process then ends by that signal (see `StopRequest`).
+public enum JobEnvelope {
+    /// Runs `body` as one run of `job` and returns its exit status.
+    /// - Parameter writes: true when the run may write (not a dry run): stop signals are then caught.
+    public static func run(_ job: String, dryRun: Bool = false, asOf: Date = Date(), logLevel: LogLevelOption = .info,
+                           writes: Bool, _ body: (JobRun) throws -> Void) -> ExitStatus {
+        let logger = JobLogging.logger(job: job, level: logLevel)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let run = JobRun(job: job, dryRun: dryRun, asOf: asOf, logger: logger)
+        if writes { StopRequest.shared.install() }
+        do {
+            try body(run)
+        } catch {
+            run.fail(JobFailure(classifying: error))
+        }
+        if run.stoppedBy != nil && run.outcome != "failed" { run.outcome = "stopped" }
+        run.finishRecord()
+        Output.line(run.summaryLine(duration: clock.now - started))
+        Output.flush()
+        StopRequest.shared.endIfRequested()
+        return run.status
+    }
+}
+
+extension JobFailure {
+    /// Any error as a message and an exit status.
+    public init(classifying error: Error) {
+        switch error {
+        case let failure as JobFailure:
+            self = failure
+        case let error as PostgresError:
+            switch error {
+            case .connectionFailed, .connectionLost:
+                self.init(.unavailable, "\(error)")
+            case .server(let server) where server.sqlState == SQLState.queryCanceled:
+                self.init(.tempFail, "\(error) (statement timeout: raise --statement-timeout or try again later)")
+            case .server(let server) where server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P"):
+                self.init(.unavailable, "\(error)")
+            case .decoding:
+                self.init(.dataError, "unexpected data in the database: \(error)")
+            case .server, .encoding:
+                self.init(.software, "\(error)")
+            }
+        default:
+            self.init(.software, "unexpected error: \(error)")
+        }
+    }
+}

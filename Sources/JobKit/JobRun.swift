@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import Postgres
+import TextCoding
+
+/// One run of one executable, whatever the job: its outcome, exit status and message, its row in
+/// `job_runs`, and the JSON summary line it ends with. `JobEnvelope` creates it and finishes it; the
+/// job fills in what it did.
+public final class JobRun {
+    public let job: String
+    public let dryRun: Bool
+    public let asOf: Date
+    public let logger: Logger
+    /// "ok", "partial", "failed", "skipped", "stopped", or a job's own word ("explained").
+    public var outcome = "ok"
+    public var status: ExitStatus = .ok
+    public var message: String?
+    /// The signal that stopped the run early ("SIGTERM"), if one did.
+    public var stoppedBy: String?
+    /// The job's own figures: members of the summary line (between `run_id` and `duration_ms`) and
+    /// of `job_runs.counts`. Called when the run ends.
+    public var counts: () -> JSONWriter = { JSONWriter() }
+    public private(set) var runID: Int?
+    /// The connection that holds this run's lock: the row stays 'running' exactly as long as it lives.
+    private var recorder: Connection?
+
+    init(job: String, dryRun: Bool, asOf: Date, logger: Logger) {
+        self.job = job
+        self.dryRun = dryRun
+        self.asOf = asOf
+        self.logger = logger
+    }
+
+    /// The lock key space of run rows (`pg_advisory_lock(runLockSpace, id)`): "mpjr".
+    static let runLockSpace: Int32 = 1_836_021_362
+
+    /// Writes this run's `job_runs` row ('running') on `connection`, which holds the run's lock for as
+    /// long as it lives, and first closes, as 'abandoned', the rows of runs whose process or connection
+    /// died without finishing them. Call once, with the connection that will outlive the work.
+    public func record(on connection: Connection, outcome: String = "running") throws {
+        try closeAbandonedRuns(connection)
+        let id: Int = try connection.transaction {
+            let id: Int = try connection.query("""
+                INSERT INTO job_runs (job, as_of, dry_run, outcome, host, pid)
+                VALUES (\(job), \(asOf), \(dryRun), \(outcome), \(ProcessInfo.processInfo.hostName), \(Int(ProcessInfo.processInfo.processIdentifier)))
+                RETURNING id
+                """).first!.decode(0)
+            // Taken in the same transaction: nobody sees the row before its lock is held.
+            try connection.execute("SELECT pg_advisory_lock(\(JobRun.runLockSpace), \(id)::int)")
+            return id
+        }
+        runID = id
+        recorder = connection
+    }
+
+    /// Takes the job's exclusive lock for the life of `connection`. When another run holds it, records a
+    /// 'skipped' run, says so, and returns false: overlapping runs of a scheduled job exit 0.
+    public func claimExclusive(on connection: Connection) throws -> Bool {
+        let claimed: Bool = try connection.query("SELECT pg_try_advisory_lock(hashtext(\("mentor-push:job:" + job)))").first!.decode(0)
+        if claimed { return true }
+        outcome = "skipped"
+        message = "another \(job) run is in progress; this one exits without doing anything"
+        logger.notice("\(message!)")
+        try record(on: connection, outcome: "skipped")
+        return false
+    }
+
+    /// Runs that are 'running' but whose lock nobody holds: their process or its connection is gone.
+    private func closeAbandonedRuns(_ connection: Connection) throws {
+        let closed = try connection.transaction {
+            try connection.query("""
+                UPDATE job_runs SET outcome = 'abandoned', finished_at = now(),
+                       error = 'the run ended without finishing its record (process killed or database connection lost); found by run ' || \(job)
+                 WHERE id IN (SELECT id FROM job_runs WHERE outcome = 'running' ORDER BY id)
+                   AND pg_try_advisory_xact_lock(\(JobRun.runLockSpace), id::int)
+                RETURNING id, job
+                """)
+        }
+        for row in closed {
+            let id: Int = try row.decode(0)
+            let job: String = try row.decode(1)
+            logger.warning("job_runs \(id) (\(job)) was left running by a process that is gone: closed as abandoned")
+        }
+    }
+
+    /// Marks the run as not fully done: `status` unless a worse one was already set.
+    public func degrade(_ status: ExitStatus, _ message: String) {
+        if self.status == .ok { self.status = status }
+        if outcome == "ok" { outcome = "partial" }
+        self.message = self.message.map { $0 + "; " + message } ?? message
+    }
+
+    func fail(_ failure: JobFailure) {
+        outcome = "failed"
+        status = failure.status
+        message = failure.message
+        logger.error("\(failure.message)")
+    }
+
+    /// Writes the end of the run into its row (a failure to do so is logged, not fatal).
+    func finishRecord() {
+        guard let connection = recorder, let runID else { return }
+        recorder = nil
+        guard outcome != "skipped" else {
+            _ = try? connection.execute("UPDATE job_runs SET finished_at = now(), error = \(message) WHERE id = \(runID)")
+            return
+        }
+        do {
+            try connection.execute("""
+                UPDATE job_runs SET finished_at = now(), outcome = \(outcome), counts = \(JSONText(counts().json))::jsonb, error = \(message)
+                 WHERE id = \(runID)
+                """)
+            try connection.execute("SELECT pg_advisory_unlock(\(JobRun.runLockSpace), \(runID)::int)")
+        } catch {
+            logger.error("could not record the end of run \(runID): \(error)")
+        }
+    }
+
+    /// The one-line JSON summary every run ends with.
+    func summaryLine(duration: Duration) -> String {
+        var writer = JSONWriter()
+        writer.add("job", job)
+        writer.add("outcome", outcome)
+        writer.add("exit_code", StopRequest.shared.exitCode(status))
+        if let stoppedBy { writer.add("stopped_by", stoppedBy) }
+        writer.add("dry_run", dryRun)
+        writer.add("as_of", Timestamp.iso8601(asOf))
+        if let runID { writer.add("run_id", runID) } else { writer.add("run_id", nil as String?) }
+        writer.append(members: counts())
+        writer.add("duration_ms", Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
+        if let message { writer.add("message", message) }
+        return writer.json
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import JobKit
+import Postgres
+
+/// The person a candidate row is about, with what every policy may need: language, time zone,
+/// preferences and active devices. The engine selects these itself around the scenario's query.
+public struct Recipient: Sendable {
+    public var userID: UUID
+    public var organizationID: UUID
+    public var displayName: String
+    public var language: Language
+    /// The user's IANA time zone, else the organization's.
+    public var timeZone: String
+    public var pushEnabled: Bool
+    public var categoryEnabled: Bool
+    public var activeDevices: Int
+
+    /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
+    static func wrap(_ query: Query, category: NotificationCategory) -> Query {
+        """
+        SELECT c.*, u.organization_id AS recipient_organization_id, u.display_name AS recipient_name,
+               u.locale AS recipient_locale, u.time_zone AS recipient_time_zone,
+               coalesce(pc.enabled, true) AS recipient_push_enabled,
+               coalesce(\(sql: category.preferenceColumn), true) AS recipient_category_enabled,
+               (SELECT count(*) FROM active_device_tokens dt WHERE dt.user_id = u.id) AS recipient_devices
+          FROM (\(query)) c
+          JOIN users u ON u.id = c.user_id
+          LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
+        """
+    }
+
+    init<S: Sendable>(_ row: CandidateRow, rule: OrganizationRule<S>) throws {
+        userID = try row.decode("user_id")
+        organizationID = rule.organizationID
+        displayName = try row.decode("recipient_name")
+        let locale = try row.decode("recipient_locale", as: String?.self)
+        language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale)
+        timeZone = try row.decode("recipient_time_zone", as: String?.self) ?? rule.timeZone
+        pushEnabled = try row.decode("recipient_push_enabled")
+        categoryEnabled = try row.decode("recipient_category_enabled")
+        activeDevices = try row.decode("recipient_devices")
+    }
+}
+
+/// One row of a candidate query, read by column name. The names are looked up once per query, not
+/// once per row (a streamed row is only valid inside its callback; `columns` outlives it).
+public struct CandidateRow {
+    let row: Row
+    let columns: ColumnIndex
+
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        try row.decode(try columns.index(name), as: T.self)
+    }
+
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T?.Type = T?.self) throws -> T? {
+        try row.decode(try columns.index(name), as: T?.self)
+    }
+}
+
+/// Column names to positions, learnt from the first row of a result.
+final class ColumnIndex {
+    private var positions: [String: Int] = [:]
+
+    func learn(_ row: Row) {
+        guard positions.isEmpty else { return }
+        for column in 0..<row.count { positions[row.name(column)] = positions[row.name(column)] ?? column }
+    }
+
+    func index(_ name: String) throws -> Int {
+        guard let index = positions[name] else {
+            throw JobFailure(.software, "the candidate query has no column \"\(name)\" (it has: \(positions.keys.sorted().joined(separator: ", ")))")
+        }
+        return index
+    }
+}

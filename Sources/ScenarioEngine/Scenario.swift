@@ -1,0 +1,138 @@
+import Foundation
+import Postgres
+import TextCoding
+
+/// One notification scenario, as a declaration: only what is its own. `ScenarioRunner` does the rest
+/// (flags, run claim, rules, the policies, recording, delivery, the plan, the summary, stop on signal).
+///
+/// The candidate query selects, by name, `user_id` (the recipient), `subject` (what the notification
+/// is about: `Subject`'s text form) and the scenario's own columns. The engine joins the recipient's
+/// organization, name, language, time zone, preferences and devices itself, and hands the scenario only
+/// rows of organizations it has a rule for.
+public protocol Scenario: Sendable {
+    associatedtype Settings: Sendable
+    associatedtype Candidate
+
+    /// The scenario's key in `scenario_defaults` and `organization_scenario_rules`.
+    var key: String { get }
+    /// The executable's name, also the run-lock key and `application_name`.
+    var jobName: String { get }
+    /// One line for `--help`: what the job does.
+    var abstract: String { get }
+    /// The inbox category, and the `push_notification_configs` switch that silences it.
+    var category: NotificationCategory { get }
+    /// The reasons of its own this scenario may suppress with, in the order summaries list them.
+    var suppressionReasons: [SuppressionReason] { get }
+
+    /// Reads and validates an organization's merged settings for this scenario.
+    func settings(_ reader: SettingsReader) throws -> Settings
+
+    /// Why the organization is not due at `now` (a digest before its send hour), or nil when it is.
+    /// Organizations not due are left out of the candidate query and named in the log and the plan.
+    func notDue(_ rule: OrganizationRule<Settings>, now: Date) -> String?
+
+    /// The one set-based query that finds every candidate of the given organizations, as of `now`.
+    func candidateQuery(rules: [OrganizationRule<Settings>], now: Date) -> Query
+
+    /// Reads the scenario's own columns of one candidate row.
+    func candidate(_ row: CandidateRow) throws -> Candidate
+
+    /// Decides for a candidate that every policy before the scenario let through.
+    func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision
+}
+
+extension Scenario {
+    public var suppressionReasons: [SuppressionReason] { [] }
+    public func notDue(_ rule: OrganizationRule<Settings>, now: Date) -> String? { nil }
+}
+
+/// What a notification or decision is about, stored as `kind:id` in `subject` columns. A push about a
+/// subject that is gone (`assignment:<id>` withdrawn) is cancelled by the database before it goes out.
+public struct Subject: Sendable, Hashable, CustomStringConvertible {
+    public var text: String
+    public init(_ text: String) { self.text = text }
+    public static func assignment(_ id: UUID) -> Subject { Subject("assignment:" + id.lowercasedString) }
+    public static func year(_ year: Int) -> Subject { Subject("year:\(year)") }
+    public static func day(_ isoDate: String) -> Subject { Subject("day:" + isoDate) }
+    public var description: String { text }
+}
+
+/// What was decided for one candidate.
+public enum Decision: Sendable {
+    case notify(NotificationDraft)
+    case suppress(SuppressionReason, detail: String)
+}
+
+/// A notification a scenario wants stored in a user's inbox and pushed to their devices.
+public struct NotificationDraft: Sendable {
+    public var title: String
+    public var body: String
+    /// Deep-link data for the app: string values only (FCM's `data` takes strings only).
+    public var data: [(String, String)]
+    /// Names the scenario, the subject and the period: the same key is never stored twice.
+    public var dedupeKey: String
+    public var expiresAt: Date?
+    /// Why this user is told, for the plan and `decisions.detail`.
+    public var why: String
+
+    public init(title: String, body: String, data: [(String, String)], dedupeKey: String, expiresAt: Date?, why: String) {
+        self.title = title
+        self.body = body
+        self.data = data
+        self.dedupeKey = dedupeKey
+        self.expiresAt = expiresAt
+        self.why = why
+    }
+
+    /// `data` as a JSON object.
+    public var dataJSON: String {
+        var writer = JSONWriter()
+        for (key, value) in data { writer.add(key, value) }
+        return writer.json
+    }
+}
+
+/// Why a candidate was or was not notified: what `decisions.reason` stores. Open like postgres-nio's
+/// `PSQLError.Code`: the engine and its policies declare theirs here, each scenario its own beside it.
+public struct SuppressionReason: Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// Another run stored the same dedupe key first (or earlier).
+    public static let alreadyNotified = SuppressionReason("already_notified")
+}
+
+/// The reasons a notified decision is stored with.
+public enum NotifiedReason {
+    public static let notified = "notified"
+    /// Stored in the inbox; the user has no active device to push to.
+    public static let inboxOnlyNoDevice = "inbox_only_no_device"
+}
+
+/// The inbox categories. Each has a switch (a column) in `push_notification_configs`, so a new one comes
+/// with a migration and a line here.
+public struct NotificationCategory: Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    /// The preference column, fixed at compile time so it can be spliced into SQL.
+    public let preferenceColumn: StaticString
+
+    init(_ rawValue: String, column: StaticString) {
+        self.rawValue = rawValue
+        self.preferenceColumn = column
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public var description: String { rawValue }
+
+    public static let inactivity = NotificationCategory("inactivity", column: "pc.inactivity")
+    public static let assignmentFollowUp = NotificationCategory("assignment_follow_up", column: "pc.assignment_follow_up")
+    public static let overdueDigest = NotificationCategory("overdue_digest", column: "pc.overdue_digest")
+    public static let milestone = NotificationCategory("milestone", column: "pc.milestone")
+    public static let honorarium = NotificationCategory("honorarium", column: "pc.honorarium")
+    public static let impactSummary = NotificationCategory("impact_summary", column: "pc.impact_summary")
+    public static let availabilityChange = NotificationCategory("availability_change", column: "pc.availability_change")
+    public static let newAssignment = NotificationCategory("new_assignment", column: "pc.new_assignment")
+    public static let activityReminder = NotificationCategory("activity_reminder", column: "pc.activity_reminder")
+}

@@ -1,0 +1,155 @@
+import Foundation
+import JobKit
+import Logging
+import Postgres
+
+/// Runs one scenario the way `design.md` lays out: claim the run, load the organizations' rules, select
+/// the candidates in one streaming query, pass each through the policies and the scenario's decision,
+/// record (or print the plan in a dry run), deliver after the commit, report. After SIGTERM or SIGINT a
+/// writing run stops taking candidates, records what it decided and leaves the rest for the next run.
+public struct ScenarioRunner<S: Scenario> {
+    public let scenario: S
+    public var options: JobOptions
+    public var policies: [any Policy]
+    public var delivery: (any JobDelivery)?
+    /// Where the plan of a dry run goes (stdout unless a test collects it).
+    public var planOutput: (String) -> Void = Output.line
+
+    public init(_ scenario: S, options: JobOptions, policies: [any Policy] = Policies.standard, delivery: (any JobDelivery)? = nil) {
+        self.scenario = scenario
+        self.options = options
+        self.policies = policies
+        self.delivery = delivery
+    }
+
+    /// Runs inside the job envelope (summary line, `job_runs`, exit status) and returns the exit status.
+    public func runAsJob() -> ExitStatus {
+        let writes = !options.dryRun && !options.explain
+        return JobEnvelope.run(scenario.jobName, dryRun: options.dryRun, asOf: options.now?.date ?? Date(),
+                               logLevel: options.logLevel, writes: writes) { run in
+            _ = try execute(in: run)
+        }
+    }
+
+    /// The run itself, for the envelope or for an in-process test with a `JobRun` of its own.
+    public func execute(in run: JobRun) throws -> ScenarioSummary {
+        let now = run.asOf
+        let logger = run.logger
+        let writes = !options.dryRun && !options.explain
+        var summary = ScenarioSummary(job: scenario.jobName, dryRun: options.dryRun,
+                                      reasonOrder: policies.flatMap(\.reasons) + scenario.suppressionReasons + [.alreadyNotified])
+        // Whatever way the run ends, its summary line and job_runs row carry what it counted.
+        defer { run.counts = { [summary] in summary.members } }
+
+        let reader = try connect()
+        try Schema.check(reader)
+        if writes {
+            try delivery?.prepare()
+            guard try run.claimExclusive(on: reader) else { return summary }
+        }
+
+        var (rules, invalid) = try RuleLoader.load(scenario, only: options.organizations.map(\.id), from: reader)
+        for failure in invalid { logger.error("\(failure.message) (this organization is skipped)") }
+        summary.invalidOrganizations = invalid.count
+        let printer = options.dryRun ? PlanPrinter(format: options.format, emit: planOutput) : nil
+        printer?.header(job: scenario.jobName, asOf: now)
+        rules = rules.filter { rule in
+            guard let why = scenario.notDue(rule, now: now) else { return true }
+            summary.notDueOrganizations += 1
+            logger.info("\(rule.organizationName): not due: \(why)")
+            printer?.notDue(rule.organizationName, id: rule.organizationID, why: why)
+            return false
+        }
+        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category)
+        logger.trace("candidate query (parameters not shown): \(query.sql)")
+
+        if options.explain {
+            try reader.transaction(.readOnly) {
+                for row in try reader.query("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) \(query)") { Output.line(try row.decode(0)) }
+            }
+            run.outcome = "explained"
+            return summary
+        }
+
+        var recorder: DecisionRecorder? = nil
+        var writer: Connection? = nil
+        if writes {
+            let connection = try connect()
+            writer = connection
+            try run.record(on: connection)
+            recorder = DecisionRecorder(connection: connection, scenario: scenario.key, category: scenario.category,
+                                        runID: run.runID!, asOf: now)
+        }
+
+        let rulesByOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
+        let columns = ColumnIndex()
+        let started = ContinuousClock.now
+        do {
+            try reader.transaction(.readOnly) {
+                try reader.stream(query, binary: true) { row in
+                    if recorder != nil && StopRequest.shared.isRequested { throw Stopped() }
+                    columns.learn(row)
+                    let candidateRow = CandidateRow(row: row, columns: columns)
+                    guard let rule = rulesByOrganization[try candidateRow.decode("recipient_organization_id")] else { return }
+                    let recipient = try Recipient(candidateRow, rule: rule)
+                    let subject = try candidateRow.decode("subject", as: String?.self)
+                    let decision = try decide(candidateRow, recipient: recipient, rule: rule, now: now)
+                    summary.count(decision)
+                    if let printer {
+                        printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision)
+                    } else {
+                        try recorder?.add(recipient, subject: subject, decision, into: &summary)
+                    }
+                }
+            }
+        } catch is Stopped {
+            run.stoppedBy = StopRequest.shared.requestedSignalName
+            logger.notice("stopped by \(run.stoppedBy!) after \(summary.candidates) candidates; what was decided is recorded, the next run picks up the rest")
+        }
+        logger.debug("candidate query and decisions took \(ContinuousClock.now - started)")
+        try recorder?.flush(into: &summary)
+        printer?.footer(summary)
+
+        if !invalid.isEmpty {
+            run.degrade(.config, "\(invalid.count) organization(s) skipped for invalid \(scenario.key) settings (see the log)")
+        }
+        Output.flush() // the plan first, then the log line about it
+        logger.info("\(summary.sentence)")
+        if let writer, let runID = run.runID {
+            if let delivery, summary.deliveries > 0, run.stoppedBy == nil,
+               let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
+                summary.push = result.json
+                logger.info("\(result.sentence)")
+                if result.status != .ok { run.degrade(result.status, result.sentence) }
+                run.stoppedBy = run.stoppedBy ?? result.stoppedBy
+            }
+            if let signal = run.stoppedBy {
+                let stop = "stopped by \(signal): what was decided is recorded; the next run decides the rest and push-deliver sends what is pending"
+                run.message = run.message.map { stop + "; " + $0 } ?? stop
+            }
+        }
+        return summary
+    }
+
+    /// The policies' screens, the scenario's decision, then the policies' shaping of a notification.
+    func decide(_ row: CandidateRow, recipient: Recipient, rule: OrganizationRule<S.Settings>, now: Date) throws -> Decision {
+        let context = PolicyContext(scenario: scenario.key, category: scenario.category, recipient: recipient,
+                                    organizationName: rule.organizationName, scenarioEnabled: rule.enabled, now: now)
+        for policy in policies {
+            if let suppression = policy.screen(context) { return .suppress(suppression.reason, detail: suppression.detail) }
+        }
+        let decision = scenario.decide(try scenario.candidate(row), recipient: recipient, rule: rule, now: now)
+        guard case .notify(var draft) = decision else { return decision }
+        for policy in policies {
+            if let suppression = policy.shape(&draft, context) { return .suppress(suppression.reason, detail: suppression.detail) }
+        }
+        return .notify(draft)
+    }
+
+    private func connect() throws -> Connection {
+        try JobDatabase.connect(url: options.resolvedDatabaseURL, name: scenario.jobName, statementTimeout: options.statementTimeout)
+    }
+
+    /// Thrown out of the candidate stream when a stop signal came.
+    private struct Stopped: Error {}
+}

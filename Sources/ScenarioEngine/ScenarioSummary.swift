@@ -1,0 +1,73 @@
+import Foundation
+import Postgres
+import TextCoding
+
+/// The figures of one scenario run: in its summary line and in `job_runs.counts`.
+public struct ScenarioSummary: Sendable {
+    public var job: String
+    public var dryRun: Bool
+    public var candidates = 0
+    public var notified = 0
+    /// Suppressed candidates by reason, listed in `reasonOrder` (the policies', the scenario's, then the engine's).
+    public var suppressed: [SuppressionReason: Int] = [:]
+    var reasonOrder: [SuppressionReason]
+    /// Inbox rows and deliveries actually written (0 in a dry run).
+    public var inboxRows = 0
+    public var deliveries = 0
+    /// Notifications another run had already stored (dedupe key taken), so nothing new was written.
+    public var duplicates = 0
+    public var invalidOrganizations = 0
+    /// Organizations left out because they were not due yet (a digest before its send hour).
+    public var notDueOrganizations = 0
+    /// What delivery did right after recording (a JSON object), when push is configured.
+    public var push: String?
+
+    public init(job: String, dryRun: Bool, reasonOrder: [SuppressionReason]) {
+        self.job = job
+        self.dryRun = dryRun
+        self.reasonOrder = reasonOrder
+    }
+
+    mutating func count(_ decision: Decision) {
+        candidates += 1
+        switch decision {
+        case .notify: notified += 1
+        case .suppress(let reason, _):
+            if suppressed[reason] == nil && !reasonOrder.contains(reason) { reasonOrder.append(reason) }
+            suppressed[reason, default: 0] += 1
+        }
+    }
+
+    /// Suppressed counts in summary order.
+    public var suppressedCounts: [(reason: SuppressionReason, count: Int)] {
+        reasonOrder.compactMap { reason in suppressed[reason].map { (reason, $0) } }
+    }
+
+    /// The members of the summary line and of `job_runs.counts`.
+    public var members: JSONWriter {
+        var writer = JSONWriter()
+        writer.add("candidates", candidates)
+        writer.add("notified", notified)
+        var reasons = JSONWriter()
+        for (reason, n) in suppressedCounts { reasons.add(reason.rawValue, n) }
+        writer.add("suppressed", object: reasons)
+        writer.add("inbox_rows", inboxRows)
+        writer.add("deliveries", deliveries)
+        writer.add("duplicates", duplicates)
+        writer.add("invalid_organizations", invalidOrganizations)
+        if notDueOrganizations > 0 { writer.add("not_due_organizations", notDueOrganizations) }
+        if let push { writer.add("push", json: push) }
+        return writer
+    }
+
+    /// One sentence for people.
+    public var sentence: String {
+        let verb = dryRun ? "would notify" : "notified"
+        var text = "\(job): \(candidates) candidates, \(verb) \(notified), suppressed \(suppressed.values.reduce(0, +))"
+        let parts = suppressedCounts.map { "\($0.reason.rawValue) \($0.count)" }
+        if !parts.isEmpty { text += " (" + parts.joined(separator: ", ") + ")" }
+        if !dryRun { text += "; wrote \(inboxRows) inbox rows and \(deliveries) pending deliveries" }
+        if duplicates > 0 { text += "; \(duplicates) already stored by another run" }
+        return text
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+import TextCoding
+
+/// Reminds a peer mentor of an assignment they have not acknowledged: once per assignment, ever, when it
+/// is still active and was dispatched at least `follow_up_days` (default 10) ago.
+///
+/// - Candidates: active assignments with no read receipt, dispatched `follow_up_days` or more before now,
+///   of peer mentors still in the organization, not reminded before (the dedupe key names the assignment).
+/// - A mentor paused now is not reminded while the pause lasts; the decision names the pause. The
+///   assignment stays a candidate, so the reminder comes on the first run after the pause ends, if it is
+///   still unacknowledged by then.
+/// - The tap opens the assignment (`/assignments/<id>`). A push still waiting when the assignment is
+///   withdrawn, completed or acknowledged is cancelled by the database in that same transaction.
+public struct AssignmentFollowUp: Scenario {
+    public struct Settings: Sendable {
+        public var followUpDays: Int
+    }
+
+    public struct Candidate {
+        var assignmentID: UUID
+        var title: String
+        var dispatchedAt: Date
+        var pause: CurrentPause?
+    }
+
+    public init() {}
+
+    public var key: String { "assignment_follow_up" }
+    public var jobName: String { "assignment-follow-up" }
+    public var abstract: String { "Remind peer mentors, once, of an assignment they have not acknowledged after their organization's follow-up days." }
+    public var category: NotificationCategory { .assignmentFollowUp }
+    public var suppressionReasons: [SuppressionReason] { [.paused] }
+
+    public func settings(_ reader: SettingsReader) throws -> Settings {
+        Settings(followUpDays: try reader.integer("follow_up_days", in: 1...90))
+    }
+
+    public func candidateQuery(rules: [OrganizationRule<Settings>], now: Date) -> Query {
+        let organizations = PostgresArray(rules.map(\.organizationID))
+        let days = PostgresArray(rules.map(\.settings.followUpDays))
+        return """
+            SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject,
+                   a.id AS assignment_id, a.title, a.dispatched_at, \(CurrentPause.columns)
+              FROM unnest(\(organizations)::uuid[], \(days)::int[]) AS r(organization_id, follow_up_days)
+              JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
+                                AND a.dispatched_at <= \(now)::timestamptz - make_interval(days => r.follow_up_days)
+              JOIN users u ON u.id = a.mentor_id AND u.organization_id = a.organization_id
+                          AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
+              \(CurrentPause.join(mentor: "a.mentor_id", now: now))
+             WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
+                                WHERE rr.assignment_id = a.id AND rr.acknowledged_at <= \(now))
+               AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = 'assignment_follow_up:' || a.id)
+            """
+    }
+
+    public func candidate(_ row: CandidateRow) throws -> Candidate {
+        Candidate(assignmentID: try row.decode("assignment_id"), title: try row.decode("title"),
+                  dispatchedAt: try row.decode("dispatched_at"), pause: try CurrentPause(row))
+    }
+
+    public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
+        let days = Int(now.timeIntervalSince(candidate.dispatchedAt) / 86_400)
+        if let pause = candidate.pause {
+            return .suppress(.paused, detail: "\(pause.detail); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
+        }
+        let id = candidate.assignmentID.lowercasedString
+        let message = AssignmentFollowUp.message(language: recipient.language, name: recipient.displayName, title: candidate.title, days: days)
+        return .notify(NotificationDraft(
+            title: message.title,
+            body: message.body,
+            data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
+            dedupeKey: "assignment_follow_up:\(id)",
+            expiresAt: nil,
+            why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(Day.iso(candidate.dispatchedAt))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
+    }
+
+    /// The reminder in the mentor's language.
+    static func message(language: Language, name: String, title: String, days: Int) -> (title: String, body: String) {
+        switch language {
+        case .norwegianBokmal:
+            return ("Et oppdrag venter på deg", "Hei \(name)! Du fikk oppdraget «\(title)» for \(days) dager siden. Trykk her for å se det og bekrefte at du har lest det.")
+        case .english:
+            return ("An assignment is waiting for you", "Hi \(name)! You were given the assignment “\(title)” \(days) days ago. Tap here to open it and confirm you have read it.")
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+import TextCoding
+
+/// Tells each coordinator, in one digest a day, which assignments of the peer mentors in their scope
+/// are still unacknowledged `overdue_days` (default 10) after dispatch.
+///
+/// - Cases: active assignments with no read receipt, dispatched `overdue_days` or more before now, whose
+///   mentor is in the coordinator's `coordinator_scopes` (which the schema keeps inside one organization).
+///   A mentor who has since left still counts: the assignment is still nobody's.
+/// - One notification per coordinator per organization-local day, however many cases and runs (the dedupe
+///   key names the coordinator and the local date); none when there is nothing overdue. One case names the
+///   mentor and the assignment; several list the oldest three and "and N more".
+/// - Not before the organization-local hour `send_hour` (default 8): the timer may run hourly. The local
+///   date and hour come from the organization's time zone, so the days clocks change are ordinary days.
+/// - The tap opens the assignment status screen filtered to overdue (`/assignments?filter=overdue`).
+public struct OverdueDigest: Scenario {
+    public struct Settings: Sendable {
+        public var overdueDays: Int
+        public var sendHour: Int
+    }
+
+    public struct Candidate {
+        var cases: Int
+        var mentorNames: [String]
+        var titles: [String]
+        var assignmentIDs: [String]
+        var oldestDispatch: Date
+        var localDay: String
+    }
+
+    /// How many cases a digest names before "and N more".
+    static let named = 3
+
+    public init() {}
+
+    public var key: String { "overdue_digest" }
+    public var jobName: String { "overdue-digest" }
+    public var abstract: String { "Send each coordinator one daily digest of the assignments in their scope still unacknowledged after the overdue threshold." }
+    public var category: NotificationCategory { .overdueDigest }
+
+    public func settings(_ reader: SettingsReader) throws -> Settings {
+        Settings(overdueDays: try reader.integer("overdue_days", in: 1...90), sendHour: try reader.integer("send_hour", in: 0...23))
+    }
+
+    public func notDue(_ rule: OrganizationRule<Settings>, now: Date) -> String? {
+        let local = LocalTime(now, zone: rule.timeZone)
+        guard local.hour < rule.settings.sendHour else { return nil }
+        return String(format: "the digest goes out from %02d:00 %@ (local time now %02d:%02d)",
+                      rule.settings.sendHour, rule.timeZone, local.hour, local.minute)
+    }
+
+    public func candidateQuery(rules: [OrganizationRule<Settings>], now: Date) -> Query {
+        let organizations = PostgresArray(rules.map(\.organizationID))
+        let days = PostgresArray(rules.map(\.settings.overdueDays))
+        let localDays = PostgresArray(rules.map { LocalTime(now, zone: $0.timeZone).isoDate })
+        return """
+            SELECT c.coordinator_id AS user_id, 'day:' || c.local_day AS subject, c.local_day,
+                   count(*) AS cases, min(c.dispatched_at) AS oldest_dispatch,
+                   (array_agg(c.mentor_name ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS mentor_names,
+                   (array_agg(c.title ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS titles,
+                   (array_agg(c.id::text ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS assignment_ids
+              FROM (SELECT s.coordinator_id, r.local_day, a.id, a.title, a.dispatched_at, m.display_name AS mentor_name
+                      FROM unnest(\(organizations)::uuid[], \(days)::int[], \(localDays)::text[]) AS r(organization_id, overdue_days, local_day)
+                      JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
+                                        AND a.dispatched_at <= \(now)::timestamptz - make_interval(days => r.overdue_days)
+                      JOIN users m ON m.id = a.mentor_id AND m.organization_id = a.organization_id
+                      JOIN coordinator_scopes s ON s.mentor_id = a.mentor_id AND s.organization_id = a.organization_id
+                     WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
+                                        WHERE rr.assignment_id = a.id AND rr.acknowledged_at <= \(now))) c
+              JOIN users co ON co.id = c.coordinator_id AND co.role = 'coordinator' AND co.deactivated_at IS NULL
+             WHERE NOT EXISTS (SELECT 1 FROM notifications n
+                                WHERE n.dedupe_key = 'overdue_digest:' || c.coordinator_id || ':' || c.local_day)
+             GROUP BY c.coordinator_id, c.local_day
+            """
+    }
+
+    public func candidate(_ row: CandidateRow) throws -> Candidate {
+        Candidate(cases: try row.decode("cases"), mentorNames: try row.decode("mentor_names"), titles: try row.decode("titles"),
+                  assignmentIDs: try row.decode("assignment_ids"), oldestDispatch: try row.decode("oldest_dispatch"),
+                  localDay: try row.decode("local_day"))
+    }
+
+    public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
+        let oldest = Int(now.timeIntervalSince(candidate.oldestDispatch) / 86_400)
+        let message = OverdueDigest.message(language: recipient.language, candidate: candidate, days: rule.settings.overdueDays)
+        var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
+        if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
+        let named = zip(candidate.mentorNames, candidate.titles).map { "\($0) (\"\($1)\")" }.joined(separator: ", ")
+        return .notify(NotificationDraft(
+            title: message.title,
+            body: message.body,
+            data: data,
+            dedupeKey: "overdue_digest:\(recipient.userID.lowercasedString):\(candidate.localDay)",
+            expiresAt: LocalTime(now, zone: rule.timeZone).nextMidnight,
+            why: "\(candidate.cases) assignment(s) in scope unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")"))
+    }
+
+    /// The digest in the coordinator's language.
+    static func message(language: Language, candidate: Candidate, days: Int) -> (title: String, body: String) {
+        let more = candidate.cases - candidate.mentorNames.count
+        switch language {
+        case .norwegianBokmal:
+            if candidate.cases == 1 {
+                return ("Et oppdrag er ikke bekreftet",
+                        "\(candidate.mentorNames[0]) har ikke bekreftet oppdraget «\(candidate.titles[0])» etter \(days) dager. Trykk for å følge opp.")
+            }
+            let list = zip(candidate.mentorNames, candidate.titles).map { "\($0) («\($1)»)" }
+            return ("\(candidate.cases) oppdrag er ikke bekreftet",
+                    "Ikke bekreftet etter \(days) dager: " + joined(list, and: "og", more: more, moreWord: "til") + ". Trykk for å følge opp.")
+        case .english:
+            if candidate.cases == 1 {
+                return ("An assignment is unacknowledged",
+                        "\(candidate.mentorNames[0]) has not acknowledged the assignment “\(candidate.titles[0])” after \(days) days. Tap to follow up.")
+            }
+            let list = zip(candidate.mentorNames, candidate.titles).map { "\($0) (“\($1)”)" }
+            return ("\(candidate.cases) assignments are unacknowledged",
+                    "Unacknowledged after \(days) days: " + joined(list, and: "and", more: more, moreWord: "more") + ". Tap to follow up.")
+        }
+    }
+
+    /// "A, B and C" or "A, B, C and 4 more".
+    static func joined(_ items: [String], and: String, more: Int, moreWord: String) -> String {
+        if more > 0 { return items.joined(separator: ", ") + " \(and) \(more) \(moreWord)" }
+        guard items.count > 1 else { return items.first ?? "" }
+        return items.dropLast().joined(separator: ", ") + " \(and) " + items.last!
+    }
+}
+
+/// An instant as the clock on the wall of a time zone shows it (an unknown zone reads as UTC).
+struct LocalTime {
+    let hour: Int
+    let minute: Int
+    let isoDate: String
+    /// The next local midnight after the instant.
+    let nextMidnight: Date
+
+    init(_ instant: Date, zone: String) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: instant)
+        hour = parts.hour!
+        minute = parts.minute!
+        isoDate = String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+        let startOfDay = calendar.startOfDay(for: instant)
+        nextMidnight = calendar.date(byAdding: .day, value: 1, to: startOfDay) ?? instant.addingTimeInterval(86_400)
+    }
+}

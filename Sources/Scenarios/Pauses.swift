@@ -1,0 +1,49 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+
+extension SuppressionReason {
+    /// The peer mentor is on an availability pause now.
+    public static let paused = SuppressionReason("paused")
+}
+
+/// The availability pause a mentor is on now, as the scenarios that respect pauses read it.
+struct CurrentPause {
+    var since: Date
+    var until: Date?
+    var reason: String?
+
+    /// The select list that reads `u`'s current pause from the lateral join `pause` of `pauseJoin`.
+    static let columns: Query = "pause.starts_at AS paused_since, pause.ends_at AS paused_until, pause.reason AS pause_reason"
+
+    /// A lateral join on the latest pause of mentor `mentor` (an SQL expression) that covers `now`.
+    static func join(mentor: StaticString, now: Date) -> Query {
+        """
+        LEFT JOIN LATERAL (SELECT p.starts_at, p.ends_at, p.reason FROM availability_pauses p
+                            WHERE p.mentor_id = \(sql: mentor) AND p.starts_at <= \(now) AND (p.ends_at IS NULL OR p.ends_at > \(now))
+                            ORDER BY p.starts_at DESC LIMIT 1) pause ON true
+        """
+    }
+
+    /// The pause of a candidate row that selected `columns`, if the mentor is paused.
+    init?(_ row: CandidateRow) throws {
+        guard let since = try row.decode("paused_since", as: Date?.self) else { return nil }
+        self.since = since
+        until = try row.decode("paused_until", as: Date?.self)
+        reason = try row.decode("pause_reason", as: String?.self)
+    }
+
+    /// "paused since 2026-06-01 until 2026-06-20 (Ferie)", for decisions and the plan.
+    var detail: String {
+        var text = "paused since \(Day.iso(since))"
+        text += until.map { " until \(Day.iso($0))" } ?? " until further notice"
+        if let reason, !reason.isEmpty { text += " (\(reason))" }
+        return text
+    }
+}
+
+/// Dates as people read them in decisions and plans.
+enum Day {
+    /// "2026-06-15" (UTC).
+    static func iso(_ date: Date) -> String { String(Timestamp.iso8601(date).prefix(10)) }
+}

@@ -1,0 +1,4 @@
+import ScenarioCommand
+import Scenarios
+
+ScenarioCommand.main(AssignmentFollowUp())
