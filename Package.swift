@@ -102,13 +102,15 @@ let package = Package(
         // Shared test support: the throwaway PostgreSQL cluster, per-test databases, fixtures, process runner.
         .target(name: "TestSupport", dependencies: [
             "Postgres", "JobKit", "Migrations", "ScenarioEngine", "FakePush",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
         .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
-                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary"]),
+                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary",
+                                                          "push-deliver", "FakePush"]),
         .testTarget(name: "FakePushTests", dependencies: [
             "FakePush", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

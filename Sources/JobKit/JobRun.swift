@@ -24,7 +24,7 @@ public final class JobRun {
     /// The connection that holds this run's lock: the row stays 'running' exactly as long as it lives.
     private var recorder: Connection?
 
-    init(job: String, dryRun: Bool, asOf: Date, logger: Logger) {
+    public init(job: String, dryRun: Bool, asOf: Date, logger: Logger) {
         self.job = job
         self.dryRun = dryRun
         self.asOf = asOf
@@ -97,8 +97,8 @@ public final class JobRun {
         logger.error("\(failure.message)")
     }
 
-    /// Writes the end of the run into its row (a failure to do so is logged, not fatal).
-    func finishRecord() {
+    /// Writes the end of the run into its row and releases its lock (a failure is logged, not fatal).
+    public func finishRecord() {
         guard let connection = recorder, let runID else { return }
         recorder = nil
         guard outcome != "skipped" else {

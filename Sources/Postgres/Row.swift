@@ -223,6 +223,28 @@ extension Array: PostgresDecodable where Element: PostgresDecodable {
         }
         self = values
     }
+    /// The binary array format (`array_send`): dimensions, a null flag, the element type, then each
+    /// dimension's size and lower bound, then each element as a length and its bytes. One dimension only.
+    public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        func int32(at offset: Int) -> Int? {
+            guard offset + 4 <= bytes.count else { return nil }
+            return PostgresType.integer(UnsafeBufferPointer(rebasing: bytes[offset..<offset + 4])).map(Int.init)
+        }
+        guard let dimensions = int32(at: 0), let elementType = int32(at: 8) else { return nil }
+        if dimensions == 0 { self = []; return }
+        guard dimensions == 1, let count = int32(at: 12), count >= 0 else { return nil }
+        var offset = 20
+        var values: [Element] = []
+        values.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let length = int32(at: offset), length >= 0, offset + 4 + length <= bytes.count else { return nil } // NULL elements: strict
+            let element = UnsafeBufferPointer(rebasing: bytes[offset + 4..<offset + 4 + length])
+            guard let value = Element(postgresBinary: element, type: UInt32(truncatingIfNeeded: elementType)) else { return nil }
+            values.append(value)
+            offset += 4 + length
+        }
+        self = values
+    }
     public static var postgresTypeName: String { Element.postgresTypeName + "[]" }
 }
 

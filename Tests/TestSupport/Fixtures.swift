@@ -126,3 +126,57 @@ public final class Fixtures {
         return result
     }
 }
+
+// MARK: - Assignments, scopes, summaries
+
+extension Fixtures {
+    /// Puts `mentor` in `coordinator`'s scope (both of `organization`).
+    public func scope(_ organization: UUID, coordinator: UUID, mentor: UUID) throws {
+        try connection.execute("""
+            INSERT INTO coordinator_scopes (organization_id, coordinator_id, mentor_id) VALUES (\(organization), \(coordinator), \(mentor))
+            """)
+    }
+
+    /// An assignment dispatched `dispatchedDaysAgo` days before `now`.
+    @discardableResult
+    public func assignment(_ organization: UUID, mentor: UUID, coordinator: UUID, title: String = "Ring ny deltaker",
+                           dispatchedDaysAgo: Double, state: String = "active") throws -> UUID {
+        try connection.query("""
+            INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at)
+            VALUES (\(organization), \(mentor), \(coordinator), \(title), \(daysAgo(dispatchedDaysAgo)), \(state), \(daysAgo(dispatchedDaysAgo)))
+            RETURNING id
+            """).first!.decode(0)
+    }
+
+    /// The mentor's read receipt for an assignment.
+    public func acknowledge(_ assignment: UUID, daysAgo days: Double) throws {
+        try connection.execute("INSERT INTO assignment_read_receipts (assignment_id, acknowledged_at) VALUES (\(assignment), \(daysAgo(days)))")
+    }
+
+    @discardableResult
+    public func impactSummary(_ mentor: UUID, year: Int, computedDaysAgo: Double) throws -> Int {
+        try connection.query("""
+            INSERT INTO impact_summaries (mentor_id, year, computed_at) VALUES (\(mentor), \(year), \(daysAgo(computedDaysAgo))) RETURNING id
+            """).first!.decode(0)
+    }
+
+    /// Turns one category switch off (`column` is a `push_notification_configs` column).
+    public func categoryOff(_ user: UUID, _ column: StaticString) throws {
+        try connection.execute("""
+            INSERT INTO push_notification_configs (user_id) VALUES (\(user)) ON CONFLICT (user_id) DO NOTHING;
+            """)
+        try connection.execute("UPDATE push_notification_configs SET \(sql: column) = false WHERE user_id = \(user)")
+    }
+
+    /// Decisions with their subjects: "outcome:reason@subject", oldest first.
+    public func decisionsWithSubjects(_ user: UUID) throws -> [String] {
+        try connection.query("SELECT outcome || ':' || reason || '@' || coalesce(subject, '-') FROM decisions WHERE user_id = \(user) ORDER BY id").map { try $0.decode(0) }
+    }
+
+    /// Each delivery state of a user's notifications, sorted.
+    public func deliveryStates(_ user: UUID) throws -> [String] {
+        try connection.query("""
+            SELECT d.state FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user) ORDER BY d.state
+            """).map { try $0.decode(0) }
+    }
+}

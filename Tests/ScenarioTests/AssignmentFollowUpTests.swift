@@ -1,0 +1,180 @@
+import Foundation
+import Postgres
+import Scenarios
+import ScenarioEngine
+import Testing
+import TestSupport
+
+/// assignment-follow-up: one reminder per unacknowledged assignment, ever, with a deep link to it.
+@Suite struct AssignmentFollowUpTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+    let coordinator: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db)
+        org = try f.organization("Org")
+        coordinator = try f.user(org, "Koordinator", role: "coordinator")
+    }
+
+    func run(daysLater: Double = 0, _ extra: [String] = [], environment: [String: String] = [:]) throws -> ProcessRunner.Result {
+        let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now.addingTimeInterval(daysLater * 86_400))] + extra,
+                                  database: db, environment: environment)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        return result
+    }
+
+    @Test func anUnacknowledgedAssignmentIsFollowedUpOnceEverWithALinkToIt() throws {
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let assignment = try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per etter operasjonen", dispatchedDaysAgo: 12)
+        let first = try run()
+        let inbox = try #require(try f.inbox(mentor).first)
+        #expect(inbox.category == "assignment_follow_up")
+        #expect(inbox.title == "Et oppdrag venter på deg")
+        #expect(inbox.body == "Hei Kari! Du fikk oppdraget «Ring Per etter operasjonen» for 12 dager siden. Trykk her for å se det og bekrefte at du har lest det.")
+        let data = try JSONSerialization.jsonObject(with: Data(inbox.data.utf8)) as? [String: String]
+        #expect(data?["route"] == "/assignments/\(assignment.uuidString.lowercased())")
+        #expect(data?["assignment_id"] == assignment.uuidString.lowercased())
+        #expect(try f.decisionsWithSubjects(mentor) == ["notified:notified@assignment:\(assignment.uuidString.lowercased())"])
+        #expect(first.summary?["inbox_rows"] as? Int == 1)
+        #expect(first.summary?["deliveries"] as? Int == 1)
+        for later in [1.0, 5, 30] {
+            let again = try run(daysLater: later)
+            #expect(again.summary?["candidates"] as? Int == 0)
+        }
+        #expect(try f.inbox(mentor).count == 1)
+    }
+
+    @Test func tooRecentWithdrawnCompletedAcknowledgedOrDeactivatedGetNothing() throws {
+        let mentor = try f.mentor(org, "Mentor", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 9)
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 20, state: "withdrawn")
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 20, state: "completed")
+        let acknowledged = try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 20)
+        try f.acknowledge(acknowledged, daysAgo: 18)
+        let gone = try f.mentor(org, "Left us", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: gone, coordinator: coordinator, dispatchedDaysAgo: 20)
+        try f.connection.execute("UPDATE users SET deactivated_at = \(f.daysAgo(2)) WHERE id = \(gone)")
+        let result = try run()
+        #expect(result.summary?["candidates"] as? Int == 0)
+        #expect(try f.count("notifications") == 0)
+        #expect(try f.count("decisions") == 0)
+    }
+
+    @Test func aPausedMentorIsRemindedOnceThePauseIsOver() throws {
+        let mentor = try f.mentor(org, "On holiday", lastActivityDaysAgo: 1)
+        let assignment = try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 14)
+        try f.pause(mentor, startedDaysAgo: 3, endsDaysAgo: -5, reason: "Ferie til 20. juni")
+        let during = try run(["--dry-run", "--format", "json"])
+        let skip = try #require(during.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.first { $0["decision"] != nil })
+        #expect(skip["reason"] as? String == "paused")
+        #expect((skip["detail"] as? String)?.contains("until 2026-06-20 (Ferie til 20. juni)") == true)
+        _ = try run()
+        #expect(try f.inbox(mentor).isEmpty)
+        #expect(try f.decisions(mentor) == ["suppressed:paused"])
+        _ = try run(daysLater: 6)
+        #expect(try f.inbox(mentor).count == 1)
+        #expect(try f.decisionsWithSubjects(mentor).last == "notified:notified@assignment:\(assignment.uuidString.lowercased())")
+    }
+
+    @Test func eachOrganizationItsOwnFollowUpDaysAndTheUsersLanguage() throws {
+        let strict = try f.organization("Strict", locale: "en")
+        let strictCoordinator = try f.user(strict, "Coord", role: "coordinator")
+        try f.rule(strict, scenario: "assignment_follow_up", settings: #"{"follow_up_days": 7}"#)
+        let inDefault = try f.mentor(org, "Default", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: inDefault, coordinator: coordinator, dispatchedDaysAgo: 8)
+        let inStrict = try f.mentor(strict, "Emma", lastActivityDaysAgo: 1)
+        try f.assignment(strict, mentor: inStrict, coordinator: strictCoordinator, title: "Call Sam", dispatchedDaysAgo: 8)
+        _ = try run()
+        #expect(try f.inbox(inDefault).isEmpty)
+        #expect(try f.inbox(inStrict).first?.body == "Hi Emma! You were given the assignment “Call Sam” 8 days ago. Tap here to open it and confirm you have read it.")
+    }
+
+    @Test func preferencesAndTheOrganizationSwitchApplyThroughTheEngine() throws {
+        let masterOff = try f.mentor(org, "Master off", lastActivityDaysAgo: 1)
+        try f.preferences(masterOff, master: false)
+        let categoryOff = try f.mentor(org, "Category off", lastActivityDaysAgo: 1)
+        try f.categoryOff(categoryOff, "assignment_follow_up")
+        let offOrg = try f.organization("Off")
+        try f.rule(offOrg, scenario: "assignment_follow_up", enabled: false)
+        let offCoordinator = try f.user(offOrg, "C", role: "coordinator")
+        let inOffOrg = try f.mentor(offOrg, "In off org", lastActivityDaysAgo: 1)
+        for (o, m, c) in [(org, masterOff, coordinator), (org, categoryOff, coordinator), (offOrg, inOffOrg, offCoordinator)] {
+            try f.assignment(o, mentor: m, coordinator: c, dispatchedDaysAgo: 15)
+        }
+        let outcome = try ScenarioHarness.run(AssignmentFollowUp(), db, now: f.now)
+        #expect(outcome.summary.suppressed[.pushDisabled] == 1)
+        #expect(outcome.summary.suppressed[.categoryDisabled] == 1)
+        #expect(outcome.summary.suppressed[.organizationScenarioOff] == 1)
+        #expect(try f.count("notifications") == 0)
+        #expect(try f.decisions(inOffOrg) == ["suppressed:organization_scenario_off"])
+    }
+
+    @Test func aPushAboutAnAssignmentWithdrawnOrAcknowledgedBeforeItWentOutIsCancelledNotSent() throws {
+        let push = try PushEnvironment()
+        let withdrawnMentor = try f.mentor(org, "Withdrawn", lastActivityDaysAgo: 1, devices: 2)
+        let withdrawn = try f.assignment(org, mentor: withdrawnMentor, coordinator: coordinator, dispatchedDaysAgo: 12)
+        let ackMentor = try f.mentor(org, "Acknowledged", lastActivityDaysAgo: 1)
+        let acknowledged = try f.assignment(org, mentor: ackMentor, coordinator: coordinator, dispatchedDaysAgo: 12)
+        let stillOpen = try f.mentor(org, "Still open", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: stillOpen, coordinator: coordinator, dispatchedDaysAgo: 12)
+        _ = try run() // no push provider configured: the deliveries wait for push-deliver
+        #expect(try f.count("deliveries") == 4)
+
+        try f.connection.execute("UPDATE assignments SET state = 'withdrawn', state_changed_at = now() WHERE id = \(withdrawn)")
+        try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(acknowledged))")
+        let deliver = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(deliver.status == 0, "stderr: \(deliver.stderr)")
+
+        #expect(try f.deliveryStates(withdrawnMentor) == ["cancelled", "cancelled"])
+        #expect(try f.deliveryStates(ackMentor) == ["cancelled"])
+        #expect(try f.deliveryStates(stillOpen) == ["sent"])
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == 1, "only the open assignment is pushed")
+        let events: [String] = try f.connection.query("SELECT detail FROM delivery_events WHERE event = 'cancelled' ORDER BY id").map { try $0.decode(0) }
+        #expect(events.count == 3)
+        #expect(events.contains("the assignment was withdrawn before the push went out"))
+        #expect(events.contains("the assignment was acknowledged before the push went out"))
+        #expect(try f.inbox(withdrawnMentor).count == 1, "the inbox row stays; the app shows the assignment as gone")
+    }
+
+    @Test func fourConcurrentRunsRemindEachAssignmentOnce() throws {
+        var mentors: [UUID] = []
+        for i in 0..<100 {
+            let mentor = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 1)
+            try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 11)
+            try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 13)
+            mentors.append(mentor)
+        }
+        let results = Locked<[ProcessRunner.Result]>([])
+        let database = db, now = f.now
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if let result = try? Jobs.run("assignment-follow-up", ["--now", Jobs.iso(now)], database: database) { results.withLock { $0.append(result) } }
+        }
+        let all = results.withLock { $0 }
+        #expect(all.count == 4 && all.allSatisfy { $0.status == 0 })
+        #expect(try f.count("notifications") == 200)
+        #expect(all.compactMap { $0.summary?["inbox_rows"] as? Int }.reduce(0, +) == 200)
+        #expect(try f.connection.query("SELECT count(DISTINCT subject) FROM notifications").first!.decode(0, as: Int.self) == 200)
+    }
+
+    @Test(arguments: [(#"{"follow_up_days": "ten"}"#, #"assignment_follow_up.follow_up_days must be an integer from 1 to 90, found "ten""#),
+                      (#"{"follow_up_dayz": 7}"#, "assignment_follow_up.follow_up_dayz is not a setting of assignment_follow_up (its settings: follow_up_days)")])
+    func invalidSettingsExit78NamingTheOrganizationAndKeyAndTheOthersStillRun(settings: String, message: String) throws {
+        let bad = try f.organization("Broken org")
+        try f.rule(bad, scenario: "assignment_follow_up", settings: settings)
+        let badCoordinator = try f.user(bad, "C", role: "coordinator")
+        let inBad = try f.mentor(bad, "In broken", lastActivityDaysAgo: 1)
+        try f.assignment(bad, mentor: inBad, coordinator: badCoordinator, dispatchedDaysAgo: 20)
+        let inGood = try f.mentor(org, "In good", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: inGood, coordinator: coordinator, dispatchedDaysAgo: 20)
+        let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains(#"organization "Broken org""#))
+        #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
+        #expect(try f.inbox(inGood).count == 1)
+        #expect(try f.inbox(inBad).isEmpty)
+        #expect(result.summary?["outcome"] as? String == "partial")
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import JobKit
+import Postgres
+import Scenarios
+import ScenarioEngine
+import Testing
+import TestSupport
+
+/// What the engine gives every scenario: policies that join without touching a scenario, one run
+/// envelope with a job_runs row for every executable, abandoned runs closed, unknown settings refused.
+@Suite struct EngineTests {
+    let db: TestDatabase
+    let f: Fixtures
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db)
+    }
+
+    /// A policy of a test's own: nobody called "Do Not Disturb" is told anything.
+    struct NameBlock: Policy {
+        static let blocked = SuppressionReason("blocked_by_test_policy")
+        var reasons: [SuppressionReason] { [NameBlock.blocked] }
+        func screen(_ c: PolicyContext) -> Suppression? {
+            c.recipient.displayName == "Do Not Disturb" ? Suppression(NameBlock.blocked, "blocked") : nil
+        }
+        func shape(_ draft: inout NotificationDraft, _ c: PolicyContext) -> Suppression? {
+            draft.title = "[policy] " + draft.title
+            return nil
+        }
+    }
+
+    @Test func aNewPolicyAppliesToEveryScenarioWithoutTouchingOne() throws {
+        let org = try f.organization("Org")
+        let coordinator = try f.user(org, "C", role: "coordinator")
+        let blocked = try f.mentor(org, "Do Not Disturb", lastActivityDaysAgo: 20)
+        let open = try f.mentor(org, "Open", lastActivityDaysAgo: 20)
+        for mentor in [blocked, open] {
+            try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 12)
+            try f.impactSummary(mentor, year: 2025, computedDaysAgo: 1)
+        }
+        let policies = Policies.standard + [NameBlock()]
+        let inactivity = try ScenarioHarness.run(InactivityCheck(), db, now: f.now, policies: policies)
+        let followUp = try ScenarioHarness.run(AssignmentFollowUp(), db, now: f.now, policies: policies)
+        let impact = try ScenarioHarness.run(ImpactSummary(), db, now: f.now, policies: policies)
+        for outcome in [inactivity, followUp, impact] {
+            #expect(outcome.summary.suppressed[NameBlock.blocked] == 1)
+            #expect(outcome.summary.notified == 1)
+        }
+        #expect(try f.inbox(blocked).isEmpty)
+        #expect(try f.inbox(open).map(\.title).allSatisfy { $0.hasPrefix("[policy] ") })
+        #expect(try f.inbox(open).count == 3)
+        #expect(try f.decisions(blocked) == Array(repeating: "suppressed:blocked_by_test_policy", count: 3))
+    }
+
+    @Test func aDryRunInProcessReturnsThePlanAndWritesNothing() throws {
+        let org = try f.organization("Org")
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.impactSummary(mentor, year: 2025, computedDaysAgo: 1)
+        let before = try f.fingerprint()
+        let outcome = try ScenarioHarness.run(ImpactSummary(), db, now: f.now, dryRun: true)
+        #expect(try f.fingerprint() == before)
+        #expect(outcome.plan.count == 1)
+        #expect(outcome.plan.first?["subject"] as? String == "year:2025")
+        #expect(outcome.plan.first?["title"] as? String == "Året ditt som likeperson")
+    }
+
+    @Test func aRunWhoseProcessDiedIsClosedAsAbandonedByTheNextRun() throws {
+        // A run row with no live session holding its lock: its process was killed, or its connection lost.
+        let orphan: Int = try f.connection.query("INSERT INTO job_runs (job, as_of) VALUES ('push-deliver', now()) RETURNING id").first!.decode(0)
+        // A run that is still alive (its lock is held by a session) is left alone.
+        let alive: Int = try f.connection.query("INSERT INTO job_runs (job, as_of) VALUES ('inactivity-check', now()) RETURNING id").first!.decode(0)
+        let holder = try db.connect()
+        try holder.execute("SELECT pg_advisory_lock(1836021362, \(alive)::int)")
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("job_runs \(orphan) (push-deliver) was left running by a process that is gone: closed as abandoned"))
+        let outcomes: [String] = try f.connection.query("SELECT outcome FROM job_runs WHERE id IN (\(orphan), \(alive)) ORDER BY id").map { try $0.decode(0) }
+        #expect(outcomes == ["abandoned", "running"])
+    }
+
+    @Test func everyExecutableLeavesAJobRunRow() throws {
+        let push = try PushEnvironment()
+        let org = try f.organization("Org")
+        try f.mentor(org, "Quiet", lastActivityDaysAgo: 20)
+        for job in ["inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary"] {
+            let result = try Jobs.run(job, ["--now", Jobs.iso(f.now)], database: db)
+            #expect(result.status == 0, "\(job): \(result.stderr)")
+            #expect(result.summary?["run_id"] as? Int != nil, "\(job)")
+        }
+        let deliver = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(deliver.status == 0, "stderr: \(deliver.stderr)")
+        // (The reminder made as of June expired long ago in real time: claimed, and settled as expired.)
+        #expect((deliver.summary?["push"] as? [String: Any])?["claimed"] as? Int == 1)
+        let runs: [String] = try f.connection.query("SELECT job || ':' || outcome FROM job_runs ORDER BY id").map { try $0.decode(0) }
+        #expect(runs == ["inactivity-check:ok", "assignment-follow-up:ok", "overdue-digest:ok", "impact-summary:ok", "push-deliver:ok"])
+        let counts: Int = try f.connection.query("SELECT (counts->'push'->>'claimed')::int FROM job_runs WHERE job = 'push-deliver'").first!.decode(0)
+        #expect(counts == 1)
+    }
+
+    @Test func anUnknownSettingsKeyIsReportedNotIgnored() throws {
+        let org = try f.organization("Typo org")
+        try f.rule(org, settings: #"{"threshold_dayz": 7}"#)
+        try f.mentor(org, "Quiet", lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("inactivity.threshold_dayz is not a setting of inactivity (its settings: threshold_days)"))
+        #expect(try f.count("notifications") == 0)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Postgres
+import Scenarios
+import ScenarioEngine
+import Testing
+import TestSupport
+
+/// overdue-digest: one digest per coordinator and local day, only about the mentors in their scope.
+@Suite struct OverdueDigestTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    /// 2026-06-15T09:00 in Oslo (07:00 UTC): after the default send hour.
+    static let morning = Date(timeIntervalSince1970: 1_781_506_800)
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: OverdueDigestTests.morning)
+        org = try f.organization("Org")
+    }
+
+    func run(at instant: Date? = nil, _ extra: [String] = []) throws -> ProcessRunner.Result {
+        let result = try Jobs.run("overdue-digest", ["--now", Jobs.iso(instant ?? f.now)] + extra, database: db)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        return result
+    }
+
+    /// A coordinator with `overdue` mentors, each holding one assignment dispatched `days` ago.
+    func coordinator(_ name: String, in organization: UUID? = nil, overdue: [(mentor: String, title: String, days: Double)]) throws -> UUID {
+        let o = organization ?? org
+        let coordinator = try f.user(o, name, role: "coordinator")
+        try f.device(coordinator)
+        for item in overdue {
+            let mentor = try f.mentor(o, item.mentor, lastActivityDaysAgo: 1)
+            try f.scope(o, coordinator: coordinator, mentor: mentor)
+            try f.assignment(o, mentor: mentor, coordinator: coordinator, title: item.title, dispatchedDaysAgo: item.days)
+        }
+        return coordinator
+    }
+
+    @Test func oneCaseNamesTheMentorAndTheAssignment() throws {
+        let linda = try coordinator("Linda", overdue: [("Ola Nordmann", "Ring ny deltaker", 12)])
+        _ = try run()
+        let inbox = try #require(try f.inbox(linda).first)
+        #expect(inbox.category == "overdue_digest")
+        #expect(inbox.title == "Et oppdrag er ikke bekreftet")
+        #expect(inbox.body == "Ola Nordmann har ikke bekreftet oppdraget «Ring ny deltaker» etter 10 dager. Trykk for å følge opp.")
+        let data = try JSONSerialization.jsonObject(with: Data(inbox.data.utf8)) as? [String: String]
+        #expect(data?["route"] == "/assignments?filter=overdue")
+        #expect(data?["count"] == "1")
+        #expect(try f.decisionsWithSubjects(linda) == ["notified:notified@day:2026-06-15"])
+    }
+
+    @Test func severalCasesAreOneDigestNamingTheOldestThreeAndCountingTheRest() throws {
+        let svein = try coordinator("Svein", overdue: [("Anne", "A", 30), ("Bjørn", "B", 25), ("Cecilie", "C", 20), ("Dag", "D", 15), ("Eva", "E", 11)])
+        let result = try run()
+        let inbox = try f.inbox(svein)
+        #expect(inbox.count == 1)
+        #expect(inbox.first?.title == "5 oppdrag er ikke bekreftet")
+        #expect(inbox.first?.body == "Ikke bekreftet etter 10 dager: Anne («A»), Bjørn («B»), Cecilie («C») og 2 til. Trykk for å følge opp.")
+        #expect(result.summary?["notified"] as? Int == 1)
+        #expect(try f.count("notifications") == 1, "never one notification per case")
+    }
+
+    @Test func noDigestWhenNothingIsOverdue() throws {
+        let calm = try coordinator("Calm", overdue: [("Fresh", "Ny", 3)])
+        let acknowledged = try f.assignment(org, mentor: try f.mentor(org, "Read it", lastActivityDaysAgo: 1), coordinator: calm, dispatchedDaysAgo: 20)
+        try f.acknowledge(acknowledged, daysAgo: 19)
+        let result = try run()
+        #expect(result.summary?["candidates"] as? Int == 0)
+        #expect(try f.count("notifications") == 0)
+    }
+
+    @Test func aDigestNamesOnlyTheMentorsInThatCoordinatorsScopeAndOrganization() throws {
+        let mine = try coordinator("Mine", overdue: [("Scoped One", "Mitt oppdrag", 12), ("Scoped Two", "Mitt andre", 14)])
+        let colleague = try coordinator("Colleague", overdue: [("Not Yours", "Kollegas oppdrag", 20)])
+        let otherOrg = try f.organization("Other org")
+        let stranger = try coordinator("Stranger", in: otherOrg, overdue: [("Other Org Mentor", "Annen organisasjon", 25)])
+        _ = try run()
+        let texts = try f.connection.query("SELECT title || ' ' || body || ' ' || data::text FROM notifications WHERE user_id = \(mine)").map { try $0.decode(0, as: String.self) }
+        #expect(texts.count == 1)
+        let text = try #require(texts.first)
+        #expect(text.contains("Scoped One") && text.contains("Scoped Two"))
+        for foreign in ["Not Yours", "Kollegas", "Other Org Mentor", "Annen organisasjon"] { #expect(!text.contains(foreign)) }
+        let details = try f.connection.query("SELECT string_agg(detail, ' ') FROM decisions WHERE user_id = \(mine)").first!.decode(0, as: String.self)
+        #expect(!details.contains("Not Yours") && !details.contains("Other Org Mentor"))
+        #expect(try f.inbox(colleague).first?.body.contains("Not Yours") == true)
+        #expect(try f.inbox(stranger).first?.body.contains("Other Org Mentor") == true)
+        let recipients: [String] = try f.connection.query("SELECT DISTINCT u.role FROM decisions d JOIN users u ON u.id = d.user_id").map { try $0.decode(0) }
+        #expect(recipients == ["coordinator"])
+    }
+
+    @Test func notBeforeTheSendHourAndAtMostOncePerLocalDay() throws {
+        let c = try coordinator("C", overdue: [("M", "T", 12)])
+        let early = Self.morning.addingTimeInterval(-3 * 3600) // 06:00 in Oslo
+        let before = try run(at: early)
+        #expect(before.summary?["not_due_organizations"] as? Int == 1)
+        #expect(try f.count("notifications") == 0)
+        let plan = try run(at: early, ["--dry-run"])
+        #expect(plan.stdout.contains("LATER   Org"))
+        #expect(plan.stdout.contains("the digest goes out from 08:00 Europe/Oslo (local time now 06:00)"))
+        for hours in [0.0, 1, 6, 14] { _ = try run(at: Self.morning.addingTimeInterval(hours * 3600)) } // 09:00 … 23:00
+        #expect(try f.inbox(c).count == 1)
+        _ = try run(at: Self.morning.addingTimeInterval(24 * 3600)) // the next morning
+        #expect(try f.inbox(c).count == 2)
+        let keys: [String] = try f.connection.query("SELECT dedupe_key FROM notifications ORDER BY created_at").map { try $0.decode(0) }
+        #expect(keys == ["overdue_digest:\(c.uuidString.lowercased()):2026-06-15", "overdue_digest:\(c.uuidString.lowercased()):2026-06-16"])
+    }
+
+    /// The days clocks change in Europe/Oslo: 2026-03-29 (02:00 → 03:00) and 2026-10-25 (03:00 → 02:00).
+    @Test(arguments: [
+        ("2026-03-29T05:59:00Z", "2026-03-29T06:00:00Z", 8, "2026-03-29"),   // 07:59 / 08:00 CEST
+        ("2026-10-25T06:59:00Z", "2026-10-25T07:00:00Z", 8, "2026-10-25"),   // 07:59 / 08:00 CET
+        ("2026-03-29T00:59:00Z", "2026-03-29T01:00:00Z", 2, "2026-03-29"),   // 01:59 CET, then 03:00 CEST: 02:00 never happens
+        ("2026-10-24T23:59:00Z", "2026-10-25T00:00:00Z", 2, "2026-10-25"),   // 01:59, then the first 02:00 CEST
+    ])
+    func theSendHourHoldsOnTheDaysClocksChange(notYet: String, due: String, sendHour: Int, day: String) throws {
+        try f.rule(org, scenario: "overdue_digest", settings: #"{"send_hour": \#(sendHour)}"#)
+        let c = try coordinator("C", overdue: [("M", "T", 300)]) // dispatched long before either day
+        _ = try run(at: Timestamp.parse(notYet)!)
+        #expect(try f.count("notifications") == 0)
+        _ = try run(at: Timestamp.parse(due)!)
+        // Every hour for the rest of that local day, the second 02:00 of October included: nothing more.
+        for hour in 1...20 { _ = try run(at: Timestamp.parse(due)!.addingTimeInterval(Double(hour) * 3600)) }
+        let keys: [String] = try f.connection.query("SELECT dedupe_key FROM notifications").map { try $0.decode(0) }
+        #expect(keys == ["overdue_digest:\(c.uuidString.lowercased()):\(day)"])
+    }
+
+    @Test func fourConcurrentRunsSendEachCoordinatorOneDigest() throws {
+        var coordinators: [UUID] = []
+        for i in 0..<40 { coordinators.append(try coordinator("C\(i)", overdue: [("M\(i)a", "T", 12), ("M\(i)b", "T", 15)])) }
+        let results = Locked<[ProcessRunner.Result]>([])
+        let database = db, now = f.now
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if let result = try? Jobs.run("overdue-digest", ["--now", Jobs.iso(now)], database: database) { results.withLock { $0.append(result) } }
+        }
+        #expect(results.withLock { $0 }.allSatisfy { $0.status == 0 })
+        #expect(try f.count("notifications") == 40)
+        #expect(try f.connection.query("SELECT 1 FROM notifications GROUP BY user_id HAVING count(*) > 1").count == 0)
+    }
+
+    @Test func anInvalidSendHourExits78() throws {
+        try f.rule(org, scenario: "overdue_digest", settings: #"{"send_hour": 24}"#)
+        _ = try coordinator("C", overdue: [("M", "T", 12)])
+        let result = try Jobs.run("overdue-digest", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("overdue_digest.send_hour must be an integer from 0 to 23, found 24"))
+    }
+}
