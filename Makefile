@@ -1,7 +1,7 @@
 # mentor-push: scenario-based push notifications for a volunteer peer-mentor app.
 #   make demo        install what is missing, start a throwaway PostgreSQL, load demo data, run the jobs
 #   make test        install what is missing and run every test (a real PostgreSQL, started by the tests)
-#   make bench-plan  inactivity-check --dry-run against 100k and 1M generated mentors, beside the bare query
+#   make bench-plan  every scenario job's --dry-run against 100k and 1M generated mentors, beside its bare query
 #   make bench-push  100k pushes to the local fake APNs/FCM: push-bench beside h2load, aioapns, firebase-admin
 #   make migrate     apply sql/migrations to $$DATABASE_URL
 
