@@ -1,5 +1,6 @@
 -- Demo data for the peer-mentor app: three organizations, their staff, and ~36 peer mentors that
--- between them cover every case inactivity-check has to decide.
+-- between them cover every case inactivity-check has to decide, and the cases of assignment-follow-up,
+-- overdue-digest and impact-summary (see the Assignments and Impact summaries sections).
 --
 --   psql -v ON_ERROR_STOP=1 -f sql/seed/demo.sql        (into a freshly migrated database)
 --
@@ -48,10 +49,11 @@ INSERT INTO organizations (id, name, time_zone, default_locale, created_at) VALU
     ('00000000-0000-4000-8000-000000000002', 'Blindeforbundet',                          'Europe/Oslo', 'nb', pg_temp.ago('2 years')),
     ('00000000-0000-4000-8000-000000000003', 'Demo Org Off',                             'Europe/Oslo', 'nb', pg_temp.ago('1 year'));
 
--- A uses the default inactivity threshold (14 days, no rule row). B: 7 days, and honorarium enabled.
--- C: the inactivity scenario switched off.
+-- A uses the default inactivity threshold (14 days, no rule row). B: 7 days, assignment follow-up after
+-- 7 days instead of 10, and honorarium enabled. C: the inactivity scenario switched off.
 INSERT INTO organization_scenario_rules (organization_id, scenario, enabled, settings, updated_at) VALUES
     ('00000000-0000-4000-8000-000000000002', 'inactivity', NULL,  '{"threshold_days": 7}',   pg_temp.ago('90 days')),
+    ('00000000-0000-4000-8000-000000000002', 'assignment_follow_up', NULL, '{"follow_up_days": 7}', pg_temp.ago('90 days')),
     ('00000000-0000-4000-8000-000000000002', 'honorarium', true,  '{"assignment_count": 3}', pg_temp.ago('90 days')),
     ('00000000-0000-4000-8000-000000000003', 'inactivity', false, '{}',                      pg_temp.ago('30 days'));
 
@@ -242,6 +244,8 @@ SELECT ('00000000-0000-4000-8000-000000000' || d.n)::uuid,
     ('101', 1, 'apns', 'production', 300, NULL::int),
     ('102', 1, 'fcm',  NULL,         200, NULL),
     ('202', 1, 'apns', 'production', 250, NULL),
+    ('203', 1, 'fcm',  NULL,         180, NULL),
+    -- 103 Linda (coordinator): no device, her digest is an inbox row only
     ('111', 1, 'apns', 'production', 390, NULL),
     ('112', 1, 'fcm',  NULL,         480, NULL),
     ('113', 1, 'apns', 'production', 29,  NULL),
@@ -306,7 +310,81 @@ SELECT u.id, 'inactivity',
   JOIN users u ON u.id = ('00000000-0000-4000-8000-000000000' || r.n)::uuid
   JOIN organizations o ON o.id = u.organization_id;
 
--- Their pushes went out at the time: one sent delivery per device that was active then.
+-- Assignments ------------------------------------------------------------------------------------------------
+-- assignment-follow-up reminds a mentor once per active, unacknowledged assignment dispatched follow_up_days
+-- ago or more (A: 10, the default; B: 7). overdue-digest tells each coordinator, once a day from 08:00
+-- local time, about the active assignments of their mentors unacknowledged for 10 days or more (A: Svein
+-- has 111, 113, 115 … in scope, Linda 112, 114, 116 …; B: Mona 211, 213 …, Arne 212, 214, 216 …).
+
+INSERT INTO assignments (id, organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at)
+SELECT a.id::uuid, s.organization_id, s.mentor_id, s.coordinator_id, a.title,
+       pg_temp.ago(a.dispatched::interval), a.state, pg_temp.ago(a.changed::interval)
+  FROM (VALUES
+    -- Ola (A): active, 12 days, unread → reminded. In Linda's digest.
+    ('00000000-0000-4000-8000-000000000a01', '112', 'Ring ny deltaker etter hjerteoperasjon', '12 days', 'active',    '12 days'),
+    -- Liv (A): active, acknowledged the next day → nothing.
+    ('00000000-0000-4000-8000-000000000a02', '132', 'Likepersonsamtale på Ullevål',          '8 days',  'active',    '8 days'),
+    -- Marte (B): withdrawn by the coordinator → nothing.
+    ('00000000-0000-4000-8000-000000000a03', '212', 'Følge til synssentralen',              '15 days', 'withdrawn', '9 days'),
+    -- Emma (A, English): active, 11 days, unread → reminded in English. In Linda's digest.
+    ('00000000-0000-4000-8000-000000000a04', '128', 'Call a new member after surgery',      '11 days', 'active',    '11 days'),
+    -- Sigrid (A): active, 14 days, unread, but paused now → suppressed, paused (reminded after the pause). In Svein's digest.
+    ('00000000-0000-4000-8000-000000000a05', '115', 'Besøk på Glittreklinikken',            '14 days', 'active',    '14 days'),
+    -- Lars (A): active, 12 days, unread, paused until 5 days from now → suppressed, paused. In Linda's digest.
+    ('00000000-0000-4000-8000-000000000a06', '116', 'Samtale med pårørende',                '12 days', 'active',    '12 days'),
+    -- Kari (A): active, 5 days, unread → too recent (A: 10 days).
+    ('00000000-0000-4000-8000-000000000a07', '111', 'Gruppemøte i Bergen',                  '5 days',  'active',    '5 days'),
+    -- Astrid (A): active, 8 days, unread → too recent in A. Compare Jonas in B.
+    ('00000000-0000-4000-8000-000000000a08', '119', 'Telefonsamtale med ny deltaker',       '8 days',  'active',    '8 days'),
+    -- Jonas (B): active, 8 days, unread → reminded (B: 7 days). Not yet overdue for the digest (10 days).
+    ('00000000-0000-4000-8000-000000000a09', '211', 'Ledsager til lesesirkel',              '8 days',  'active',    '8 days'),
+    -- Knut (A): active, 30 days, unread, reminded 20 days ago → not reminded again. In Linda's digest.
+    ('00000000-0000-4000-8000-000000000a10', '126', 'Oppfølging etter rehabilitering',      '30 days', 'active',    '30 days'),
+    -- Terje (A): active, 20 days, unread, but he left 10 days ago → no reminder; still in Svein's digest (nobody has it).
+    ('00000000-0000-4000-8000-000000000a11', '131', 'Likepersonsamtale på Haukeland',       '20 days', 'active',    '20 days'),
+    -- Anne (A): completed 3 days ago without a read receipt → nothing.
+    ('00000000-0000-4000-8000-000000000a12', '127', 'Samtale om arbeidsliv',                '20 days', 'completed', '3 days'),
+    -- Thomas (B, English): active, 15 days, unread → reminded in English; the one case in Arne's digest.
+    ('00000000-0000-4000-8000-000000000a13', '216', 'Guide at the eye clinic',              '15 days', 'active',    '15 days')
+  ) AS a (id, n, title, dispatched, state, changed)
+  JOIN coordinator_scopes s ON s.mentor_id = ('00000000-0000-4000-8000-000000000' || a.n)::uuid;
+
+INSERT INTO assignment_read_receipts (assignment_id, acknowledged_at) VALUES
+    ('00000000-0000-4000-8000-000000000a02', pg_temp.ago('7 days'));
+
+-- Knut's follow-up went out 20 days ago.
+INSERT INTO notifications (user_id, category, title, body, data, created_at, dedupe_key, subject)
+VALUES ('00000000-0000-4000-8000-000000000126', 'assignment_follow_up', 'Et oppdrag venter på deg',
+        'Hei Knut Eriksen! Du fikk oppdraget «Oppfølging etter rehabilitering» for 10 dager siden. Trykk her for å se det og bekrefte at du har lest det.',
+        '{"category": "assignment_follow_up", "route": "/assignments/00000000-0000-4000-8000-000000000a10", "assignment_id": "00000000-0000-4000-8000-000000000a10"}',
+        pg_temp.ago('20 days'), 'assignment_follow_up:00000000-0000-4000-8000-000000000a10', 'assignment:00000000-0000-4000-8000-000000000a10');
+
+-- Impact summaries ---------------------------------------------------------------------------------------------
+-- impact-summary tells a mentor once per (mentor, year) that a summary computed in the last max_age_days
+-- (30) is ready. (mentor, computed days ago, first computed days ago when recomputed and announced then)
+
+INSERT INTO impact_summaries (mentor_id, year, computed_at)
+SELECT ('00000000-0000-4000-8000-000000000' || s.n)::uuid, extract(year FROM now())::int - 1, pg_temp.ago(s.computed::interval)
+  FROM (VALUES
+    ('132', '20 days'),   -- Liv: → announced
+    ('123', '3 days'),    -- Tone: → announced
+    ('216', '5 days'),    -- Thomas (B, English): → announced in English
+    ('115', '10 days'),   -- Sigrid: paused, but a summary asks nothing of her → announced
+    ('120', '10 days'),   -- Bjørn: master switch off → suppressed, push disabled
+    ('118', '40 days'),   -- Per: computed 40 days ago → too old to announce out of the blue
+    ('111', '2 days'),    -- Kari: recomputed 2 days ago, announced 25 days ago → not again
+    ('131', '10 days')    -- Terje: left 10 days ago → ignored
+  ) AS s (n, computed);
+
+INSERT INTO notifications (user_id, category, title, body, data, created_at, read_at, dedupe_key, subject)
+SELECT u.id, 'impact_summary', 'Året ditt som likeperson',
+       format('Hei %s! Oppsummeringen av det du har bidratt med i %s er klar. Trykk her for å se den.', u.display_name, y.year),
+       jsonb_build_object('category', 'impact_summary', 'route', '/impact/' || y.year, 'year', y.year),
+       pg_temp.ago('25 days'), pg_temp.ago('24 days'), format('impact_summary:%s:%s', u.id, y.year), 'year:' || y.year
+  FROM users u CROSS JOIN (SELECT extract(year FROM now())::int - 1 AS year) y
+ WHERE u.id = '00000000-0000-4000-8000-000000000111';
+
+-- The earlier notifications' pushes went out at the time: one sent delivery per device that was active then.
 INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at, provider_message_id, created_at, updated_at)
 SELECT n.id, t.id, 'sent', 1, n.created_at,
        CASE t.provider WHEN 'apns' THEN upper(md5(n.id::text)::uuid::text)
@@ -315,28 +393,6 @@ SELECT n.id, t.id, 'sent', 1, n.created_at,
   FROM notifications n
   JOIN device_tokens t ON t.user_id = n.user_id AND t.created_at <= n.created_at
                       AND (t.retired_at IS NULL OR t.retired_at > n.created_at);
-
--- Assignments ------------------------------------------------------------------------------------------------
-
-INSERT INTO assignments (id, organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at)
-SELECT a.id::uuid, s.organization_id, s.mentor_id, s.coordinator_id, a.title,
-       pg_temp.ago(a.dispatched::interval), a.state, pg_temp.ago(a.changed::interval)
-  FROM (VALUES
-    -- Ola (A): active, dispatched 12 days ago, no read receipt → assignment follow-up material.
-    ('00000000-0000-4000-8000-000000000a01', '112', 'Ring ny deltaker etter hjerteoperasjon', '12 days', 'active',    '12 days'),
-    -- Liv (A): active, acknowledged the next day.
-    ('00000000-0000-4000-8000-000000000a02', '132', 'Likepersonsamtale på Ullevål',          '8 days',  'active',    '8 days'),
-    -- Marte (B): withdrawn by the coordinator.
-    ('00000000-0000-4000-8000-000000000a03', '212', 'Følge til synssentralen',              '15 days', 'withdrawn', '9 days')
-  ) AS a (id, n, title, dispatched, state, changed)
-  JOIN coordinator_scopes s ON s.mentor_id = ('00000000-0000-4000-8000-000000000' || a.n)::uuid;
-
-INSERT INTO assignment_read_receipts (assignment_id, acknowledged_at) VALUES
-    ('00000000-0000-4000-8000-000000000a02', pg_temp.ago('7 days'));
-
--- Last year's impact summary for Liv.
-INSERT INTO impact_summaries (mentor_id, year, computed_at) VALUES
-    ('00000000-0000-4000-8000-000000000132', extract(year FROM now())::int - 1, pg_temp.ago('20 days'));
 
 -- The trigger-maintained column must equal each user's latest logged_at (NULL: never logged anything).
 DO $$

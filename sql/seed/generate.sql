@@ -14,7 +14,11 @@
 --   ~5% of mentors with an earlier inactivity reminder (and its sent deliveries)
 -- Activities go through the statement-level insert trigger, which maintains users.last_activity_logged_at
 -- (a few big statements, so the trigger runs once per batch); the script checks the column on a sample.
--- Not generated: assignments, impact summaries, job runs, decisions.
+--   ~4M assignments (one per ~4 months of membership; ~0.4M active, ~2% of mentors with one active and
+--     unacknowledged for 10+ days, ~80% of those already reminded), ~3.7M read receipts
+--   ~1.5M impact summaries (last year's and the year before's), announced when computed, except those of
+--     organization 6, computed six hours ago; ~3% of last year's recomputed lately
+-- Not generated: job runs, decisions, earlier overdue digests.
 
 \if :{?mentors}
 \else
@@ -236,6 +240,91 @@ SELECT d.user_id, d.provider,
         SELECT id, id::text || ':1', 'apns', 1.0, now() - interval '300 days', now() - interval '1 day', NULL
           FROM gen_staff) d;
 
+-- Assignments ------------------------------------------------------------------------------------------------------
+-- About one per four months of membership (between none and twice that, drawn per mentor), dispatched by the
+-- mentor's coordinator and spread over the membership. Those of the last 30 days are mostly active, older
+-- ones mostly completed (5% still active: long-running cases); ~93% acknowledged within three days. Per 1M
+-- mentors: ~4M assignments, ~0.4M active, ~2% of mentors with an active one unacknowledged for 10+ days
+-- (the follow-up's and the digest's cases).
+
+CREATE TEMP TABLE gen_assignments AS
+SELECT a.*,
+       CASE WHEN a.state = 'active' THEN a.dispatched_at
+            ELSE least(now(), a.dispatched_at + interval '1 day' * (1 + 60 * pg_temp.rnd(a.h, 53))) END AS state_changed_at,
+       CASE WHEN pg_temp.rnd(a.h, 54) < 0.93 AND a.dispatched_at + interval '72 hours' * pg_temp.rnd(a.h, 55) ^ 2 <= now()
+            THEN a.dispatched_at + interval '72 hours' * pg_temp.rnd(a.h, 55) ^ 2 END AS acknowledged_at
+  FROM (SELECT m.n, d.h, pg_temp.uuid_of('assignment:' || d.h) AS id, o.id AS organization_id, m.id AS mentor_id,
+               s.coordinator_id, d.dispatched_at,
+               (ARRAY['Ring ny deltaker', 'Følg opp etter sykehusopphold', 'Likepersonsamtale på sykehuset',
+                      'Samtale med pårørende', 'Gruppemøte for nye medlemmer', 'Følge til første kontroll',
+                      'Telefonsamtale med nydiagnostisert', 'Besøk på rehabiliteringssenteret'])[1 + (d.h & 1023) % 8]
+               || ' #' || d.i AS title,
+               CASE WHEN d.dispatched_at > now() - interval '30 days'
+                    THEN CASE WHEN pg_temp.rnd(d.h, 52) < 0.85 THEN 'active' WHEN pg_temp.rnd(d.h, 52) < 0.95 THEN 'completed' ELSE 'withdrawn' END
+                    ELSE CASE WHEN pg_temp.rnd(d.h, 52) < 0.88 THEN 'completed' WHEN pg_temp.rnd(d.h, 52) < 0.95 THEN 'withdrawn' ELSE 'active' END
+               END AS state
+          FROM gen_mentors m
+          JOIN gen_orgs o ON o.k = m.org
+          JOIN coordinator_scopes s ON s.mentor_id = m.id
+          CROSS JOIN LATERAL (SELECT least(15, floor(extract(epoch FROM now() - m.joined_at) / (120 * 86400) * 2 * pg_temp.rnd(m.n, 50)))::int AS cnt) c
+          CROSS JOIN LATERAL (
+                SELECT i, m.n * 100 + i AS h,
+                       date_trunc('second', m.joined_at + (now() - m.joined_at) * ((i - 1 + pg_temp.rnd(m.n * 100 + i, 51)) / c.cnt)) AS dispatched_at
+                  FROM generate_series(1, c.cnt) AS i) d) a;
+
+INSERT INTO assignments (id, organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at)
+SELECT id, organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at
+  FROM gen_assignments ORDER BY dispatched_at;
+
+INSERT INTO assignment_read_receipts (assignment_id, acknowledged_at)
+SELECT id, acknowledged_at FROM gen_assignments WHERE acknowledged_at IS NOT NULL ORDER BY acknowledged_at;
+
+-- Earlier follow-ups: ~80% of the assignments still unacknowledged 11+ days after dispatch were reminded on
+-- their tenth day (the rest are what a first run, or one after a pause, catches up on).
+INSERT INTO notifications (user_id, category, title, body, data, created_at, read_at, dedupe_key, subject)
+SELECT a.mentor_id, 'assignment_follow_up', 'Et oppdrag venter på deg',
+       format('Du fikk oppdraget «%s» for 10 dager siden. Trykk her for å se det og bekrefte at du har lest det.', a.title),
+       jsonb_build_object('category', 'assignment_follow_up', 'route', '/assignments/' || a.id, 'assignment_id', a.id),
+       a.dispatched_at + interval '10 days' + interval '1 day' * pg_temp.rnd(a.h, 57), NULL,
+       'assignment_follow_up:' || a.id, 'assignment:' || a.id
+  FROM gen_assignments a
+ WHERE a.state = 'active' AND a.acknowledged_at IS NULL AND a.dispatched_at < now() - interval '11 days'
+   AND pg_temp.rnd(a.h, 56) < 0.8
+ ORDER BY a.dispatched_at;
+
+-- Impact summaries ------------------------------------------------------------------------------------------------
+-- The two last years' summaries of every mentor who was a member then. Each organization computes them on
+-- its own day (when its annual report is approved); organization 6 did it six hours ago, so its summaries
+-- are not announced yet (the candidates). ~3% of last year's were recomputed in the last 20 days (already
+-- announced: not again). Every summary computed more than a day ago was announced then.
+
+CREATE TEMP TABLE gen_summaries AS
+SELECT s.*, CASE WHEN s.y = 1 AND pg_temp.rnd(s.n, 60) < 0.03 AND s.first_at < now() - interval '20 days'
+                 THEN date_trunc('second', now() - interval '20 days' * pg_temp.rnd(s.n, 61)) ELSE s.first_at END AS computed_at
+  FROM (SELECT m.n, m.id AS mentor_id, y.y, extract(year FROM now())::int - y.y AS year,
+               date_trunc('second',
+                   CASE WHEN m.org = 6 AND y.y = 1 THEN now() - interval '6 hours'
+                        ELSE greatest(date_trunc('year', now()) - make_interval(years => y.y - 1) + interval '2 days',
+                                      now() - make_interval(years => y.y - 1) - interval '1 day' * (2 + (m.org * 23) % 300))
+                   END + interval '1 hour' * 3 * pg_temp.rnd(m.n, 62)) AS first_at
+          FROM gen_mentors m
+          CROSS JOIN (VALUES (1), (2)) AS y (y)
+         WHERE m.joined_at < date_trunc('year', now()) - make_interval(years => y.y - 1)) s;
+
+INSERT INTO impact_summaries (mentor_id, year, computed_at)
+SELECT mentor_id, year, computed_at FROM gen_summaries ORDER BY computed_at;
+
+INSERT INTO notifications (user_id, category, title, body, data, created_at, read_at, dedupe_key, subject)
+SELECT s.mentor_id, 'impact_summary', 'Året ditt som likeperson',
+       format('Oppsummeringen av det du har bidratt med i %s er klar. Trykk her for å se den.', s.year),
+       jsonb_build_object('category', 'impact_summary', 'route', '/impact/' || s.year, 'year', s.year),
+       s.first_at + interval '1 hour' * 20 * pg_temp.rnd(s.n * 10 + s.y, 63),
+       CASE WHEN pg_temp.rnd(s.n * 10 + s.y, 64) < 0.6 THEN s.first_at + interval '1 day' * 3 * pg_temp.rnd(s.n * 10 + s.y, 65) END,
+       format('impact_summary:%s:%s', s.mentor_id, s.year), 'year:' || s.year
+  FROM gen_summaries s
+ WHERE s.first_at < now() - interval '1 day'
+ ORDER BY s.first_at;
+
 -- Earlier inactivity reminders ------------------------------------------------------------------------------------
 -- ~1 in 6 of the mentors now quiet beyond their organization's threshold (and without pauses) was reminded
 -- between crossing the threshold and now: some within a threshold (suppressed now), some longer ago.
@@ -264,7 +353,7 @@ SELECT r.id, 'inactivity',
            AND pg_temp.rnd(m.n, 40) < 0.17) r
  ORDER BY r.n;
 
--- Their pushes: one sent delivery per device token that was active when the reminder went out.
+-- The pushes of every notification above: one sent delivery per device token that was active then.
 INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at, provider_message_id, created_at, updated_at)
 SELECT n.id, t.id, 'sent', 1, n.created_at, md5(n.id::text || t.id), n.created_at, n.created_at + interval '1 second'
   FROM notifications n
@@ -302,7 +391,11 @@ SELECT t.name AS "table", t.count AS "rows"
         UNION ALL SELECT 7, 'push_notification_configs', count(*) FROM push_notification_configs
         UNION ALL SELECT 8, 'device_tokens', count(*) FROM device_tokens
         UNION ALL SELECT 9, 'notifications', count(*) FROM notifications
-        UNION ALL SELECT 10, 'deliveries', count(*) FROM deliveries) AS t (ord, name, count)
+        UNION ALL SELECT 10, 'deliveries', count(*) FROM deliveries
+        UNION ALL SELECT 11, 'assignments', count(*) FROM assignments
+        UNION ALL SELECT 12, 'assignments: active', count(*) FROM assignments WHERE state = 'active'
+        UNION ALL SELECT 13, 'assignment_read_receipts', count(*) FROM assignment_read_receipts
+        UNION ALL SELECT 14, 'impact_summaries', count(*) FROM impact_summaries) AS t (ord, name, count)
  ORDER BY t.ord;
 
 SELECT round(100.0 * count(*) FILTER (WHERE coalesce(last_activity_logged_at, joined_at) < now() - interval '14 days') / count(*), 1)
