@@ -98,7 +98,7 @@ import TestSupport
         let dir = push.directory
         try push.server.configuration.certificateChainPEM.write(to: dir.appendingPathComponent("h1.pem"), atomically: true, encoding: .utf8)
         try push.server.configuration.privateKeyPEM.write(to: dir.appendingPathComponent("h1.key"), atomically: true, encoding: .utf8)
-        let server = try ProcessRunner.start("/usr/bin/env", ["python3", "-c", script, dir.appendingPathComponent("h1.pem").path, dir.appendingPathComponent("h1.key").path])
+        let server = try ProcessRunner.start("/usr/bin/python3", ["-c", script, dir.appendingPathComponent("h1.pem").path, dir.appendingPathComponent("h1.key").path])
         defer { kill(server.pid, SIGKILL); _ = try? server.wait() }
         usleep(500_000)
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile))
