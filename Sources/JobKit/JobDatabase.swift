@@ -9,12 +9,13 @@ public enum JobDatabase {
         flag ?? environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Opens a connection, turning libpq's failure into exit 69 with its message.
+    /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
+    /// libpq's message (never the URL's password).
     public static func connect(url: String?, name: String, statementTimeout: Int = 300) throws -> Connection {
         do {
             return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))
         } catch {
-            throw JobFailure(.unavailable, "\(error)")
+            throw JobFailure(classifying: error)
         }
     }
 

@@ -38,6 +38,8 @@ extension JobFailure {
             self = failure
         case let error as PostgresError:
             switch error {
+            case .invalidConnectionString:
+                self.init(.config, "\(error) (check --database-url or DATABASE_URL)")
             case .connectionFailed, .connectionLost:
                 self.init(.unavailable, "\(error)")
             case .server(let server) where server.sqlState == SQLState.queryCanceled:

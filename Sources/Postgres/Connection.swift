@@ -9,7 +9,8 @@ public final class Connection {
     private let handle: OpaquePointer
 
     /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
-    /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). The session then runs in
+    /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
+    /// parse throws `invalidConnectionString`; no error repeats the string or a password in it. The session then runs in
     /// UTC with ISO dates, under `statementTimeout`, and shows `applicationName` in `pg_stat_activity`.
     public init(url: String?, applicationName: String, statementTimeout: Duration = .seconds(300)) throws {
         // Keywords are applied in order and a later one wins: connect_timeout may be overridden by the
@@ -19,7 +20,10 @@ public final class Connection {
         if ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] == nil {
             keywords.append("connect_timeout"); values.append("10")
         }
-        if let url, !url.isEmpty { keywords.append("dbname"); values.append(url) }
+        if let url, !url.isEmpty {
+            if let problem = ConnectionString.problem(url) { throw PostgresError.invalidConnectionString(message: problem) }
+            keywords.append("dbname"); values.append(url)
+        }
         keywords.append("application_name"); values.append(applicationName)
         keywords.append("client_encoding"); values.append("UTF8")
 
@@ -28,7 +32,8 @@ public final class Connection {
         }
         guard let connection else { throw PostgresError.connectionFailed(message: "out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Connection.trimmed(PQerrorMessage(connection))
+            var message = Connection.trimmed(PQerrorMessage(connection))
+            if let url { message = ConnectionString.redact(message, connectionString: url) }
             PQfinish(connection)
             throw PostgresError.connectionFailed(message: message)
         }

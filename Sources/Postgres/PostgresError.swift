@@ -3,6 +3,8 @@ import CLibPQ
 /// What went wrong talking to PostgreSQL. Messages name the SQLSTATE and the server's primary message,
 /// never a bound parameter value (the server's DETAIL line, which can quote values, is left out).
 public enum PostgresError: Error, CustomStringConvertible, Sendable {
+    /// The connection string does not parse (libpq's message, without the string or its passwords).
+    case invalidConnectionString(message: String)
     /// The server could not be reached or refused the connection (libpq's own message).
     case connectionFailed(message: String)
     /// The server answered a statement with an error.
@@ -16,6 +18,8 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
 
     public var description: String {
         switch self {
+        case .invalidConnectionString(let message):
+            return "the database URL is malformed: \(message)"
         case .connectionFailed(let message):
             return "cannot connect to PostgreSQL: \(message)"
         case .server(let error):

@@ -41,6 +41,24 @@ import TestSupport
         #expect(!result.stdout.contains("s3cret-pa55"))
     }
 
+    /// libpq quotes the string, or the piece that did not parse, in its message: for these that piece
+    /// holds the password. Every executable opens its database the same way; each must redact it.
+    @Test(arguments: [
+        "postgresql://u:secret@[::1/db",
+        "postgresql://u:secret%zz@/db",
+        "postgresql://u@/db?password=secret%zz",
+        "host=/nonexistent password=secret port",
+    ])
+    func malformedURLExits78WithoutThePassword(url: String) throws {
+        for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver"] {
+            let result = try Jobs.run(job, ["--database-url", url], database: nil)
+            #expect(result.status == 78, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("the database URL is malformed"), "\(job): \(result.stderr)")
+            #expect(!result.stderr.contains("secret") && !result.stdout.contains("secret"), "\(job) printed the password: \(result.stderr)")
+            #expect(result.summary?["exit_code"] as? Int == 78, "\(job)")
+        }
+    }
+
     @Test func unmigratedDatabaseExits78AndNamesTheMigrateCommand() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let result = try Jobs.run("inactivity-check", [], database: db)
