@@ -123,8 +123,11 @@ public final class OutboxEngine {
 
     static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
 
-    private func retire(_ claimed: Claimed, reason: String, status: Int?, since: Date?, recorder: OutcomeRecorder, report: inout DeliveryReport) {
-        recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status, attempts: claimed.attempts + 1)
+    /// Retires the token and settles the delivery as failed. `sent`: the push went out (an attempt counts).
+    private func retire(_ claimed: Claimed, reason: String, status: Int?, since: Date?, sent: Bool = true,
+                        recorder: OutcomeRecorder, report: inout DeliveryReport) {
+        recorder.settle(claimed, state: "failed", event: "retired", error: "device token retired: \(reason)", status: status,
+                        attempts: claimed.attempts + (sent ? 1 : 0))
         recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
         retiredTokens.insert(claimed.tokenID)
         report.failed += 1
@@ -196,9 +199,12 @@ public final class OutboxEngine {
         var queue: [Claimed] = []
         let now = Date()
         for claimed in batch {
-            if claimed.tokenRetired {
+            if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                 recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                 report.failed += 1
+            } else if let malformation = claimed.target.malformation {
+                // Never sent, never a reason to stop the provider: this token alone is retired.
+                retire(claimed, reason: "malformed token: \(malformation)", status: nil, since: nil, sent: false, recorder: recorder, report: &report)
             } else if let expiry = claimed.message.expiresAt, expiry <= now {
                 recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
                 report.expired += 1
@@ -288,7 +294,7 @@ public final class OutboxEngine {
                     recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
                     report.dead += 1
                 } else {
-                    let delay = after ?? backoff.delay(afterAttempt: attempt)
+                    let delay = backoff.delay(afterAttempt: attempt, atLeast: after)
                     recorder.settle(claimed, state: "retrying", event: "retried", error: reason, status: status, attempts: attempt,
                                     nextAttempt: Date().addingTimeInterval(delay))
                     report.retried += 1
@@ -376,5 +382,13 @@ struct Backoff {
     func delay(afterAttempt attempt: Int) -> TimeInterval {
         let ceiling = min(cap, base * pow(2, Double(max(0, attempt - 1))))
         return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
+    }
+
+    /// The delay when the provider named the earliest retry (`Retry-After`, or FCM's one-minute minimum
+    /// for a quota): that is the first step, and the steps still double, so a device over its quota
+    /// again and again waits longer each time instead of the same minute every time.
+    func delay(afterAttempt attempt: Int, atLeast minimum: TimeInterval?) -> TimeInterval {
+        guard let minimum else { return delay(afterAttempt: attempt) }
+        return max(minimum, Backoff(base: max(base, minimum), cap: max(cap, minimum)).delay(afterAttempt: attempt))
     }
 }

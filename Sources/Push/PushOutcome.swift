@@ -45,8 +45,12 @@ public enum APNsOutcome {
             return .retry(after: retryAfter, reason: reason)
         case (403, "ExpiredProviderToken"):
             return .reauthenticate(reason: reason)
-        case (403, _), (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"), (429, "TooManyProviderTokenUpdates"):
-            return .credentialsBroken(reason: reason)
+        case (403, "InvalidProviderToken"), (403, "MissingProviderToken"):
+            return .credentialsBroken(reason: "\(reason) (check APNS_KEY_FILE, APNS_KEY_ID and APNS_TEAM_ID: the key, its id and the team must match a key of the app's team)")
+        case (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"):
+            return .credentialsBroken(reason: "\(reason) (check APNS_TOPIC: the app's bundle id, and that the key may push to it)")
+        case (403, _), (429, "TooManyProviderTokenUpdates"):
+            return .credentialsBroken(reason: "\(reason) (check the APNs settings: APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC)")
         case (404, "BadPath"), (405, "MethodNotAllowed"):
             // Our request line is wrong, not the message: an endpoint with a path in it, say.
             return .credentialsBroken(reason: "\(reason): the request path or method is wrong (check APNS_ENDPOINT)")

@@ -218,6 +218,27 @@ import TestSupport
         #expect(second.error?.contains("gave up after 2 attempts") == true)
     }
 
+    /// Google asks for exponential backoff from one minute on a quota: the minute is the first step, and
+    /// the steps double (a fixed minute killed a device over its quota in about 7 minutes).
+    @Test func fcmQuotaExceededBacksOffFromAMinuteAndKeepsGrowing() throws {
+        let made = try pendingNotifications([("Chatty", 2)])
+        let android = made[0].devices[1]
+        push.server.setToken(android.token, .throttled)
+        var floors: [Double] = []
+        for attempt in 1...4 {
+            #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+            let d = try delivery(token: android.token)
+            #expect(d.state == "retrying" && d.attempts == attempt)
+            #expect(d.error?.hasPrefix("QUOTA_EXCEEDED") == true, "\(String(describing: d.error))")
+            floors.append(d.nextIn)
+            try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() WHERE state = 'retrying'")
+        }
+        // Full jitter within each step: [60, 60], [60, 120], [120, 240], [240, 480] seconds.
+        for (wait, range) in zip(floors, [55.0...60, 55.0...120, 115.0...240, 235.0...480]) {
+            #expect(range.contains(wait), "waits \(floors)")
+        }
+    }
+
     @Test func aRejectedMessageIsDeadWithoutRetry() throws {
         let made = try pendingNotifications([("Big", 1)])
         push.server.inject(.payloadTooLarge)
@@ -238,6 +259,7 @@ import TestSupport
         let result = try Jobs.pushDeliver(db, environment: environment)
         #expect(result.status == 78)
         #expect(result.stderr.contains("InvalidProviderToken"))
+        #expect(result.stderr.contains("check APNS_KEY_FILE, APNS_KEY_ID and APNS_TEAM_ID"), "names the settings to check")
         #expect(try states() == ["pending": 3])
         let attempts: Int = try f.connection.query("SELECT sum(attempts) FROM deliveries").first!.decode(0)
         #expect(attempts == 0)

@@ -1,0 +1,91 @@
+import FakePush
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// A device token is input from outside: apps and databases get rows that are not what Apple or Google
+/// issued. The database refuses them when written; rows written before that rule are retired by
+/// push-deliver, each alone and unsent, and never stop the provider or send anything elsewhere.
+@Suite struct HostileTokenTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let push: PushEnvironment
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        push = try PushEnvironment()
+    }
+
+    static let hostile: [(provider: String, token: String)] = [
+        ("apns", "../../v1/projects/demo-project/messages:send?x=1"),
+        ("apns", String(repeating: "ab", count: 32) + "\r\nx-evil: 1"),
+        ("apns", String(repeating: "ab", count: 32) + " " + String(repeating: "cd", count: 32)),
+        ("apns", String(repeating: "ab", count: 31)),
+        ("fcm", "tok en with spaces and enough characters"),
+        ("fcm", "../../3/device/" + String(repeating: "ab", count: 32)),
+    ]
+
+    @Test func theDatabaseRefusesAMalformedToken() throws {
+        let user = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 1, devices: 0)
+        for (provider, token) in Self.hostile {
+            #expect(throws: PostgresError.self, "\(provider) \(token.debugDescription) was stored") {
+                try f.connection.execute("""
+                    INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id)
+                    VALUES (\(user), \(provider), \(token), \(provider == "apns" ? "production" : nil), 'no.likeperson.app')
+                    """)
+            }
+        }
+        try f.device(user, provider: "apns")
+        try f.device(user, provider: "fcm")
+        #expect(try f.count("device_tokens") == 2, "well-formed tokens are stored")
+    }
+
+    @Test func rowsWrittenBeforeTheRuleAreRetiredAloneAndNeverSent() throws {
+        // As if written before migration 0005 (its constraint is NOT VALID: old rows are not checked).
+        try f.connection.execute("ALTER TABLE device_tokens DROP CONSTRAINT device_tokens_token_format")
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let iphone = try f.device(kari, provider: "apns")
+        let android = try f.device(kari, provider: "fcm")
+        for (provider, token) in Self.hostile {
+            try f.connection.execute("""
+                INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id)
+                VALUES (\(kari), \(provider), \(token), \(provider == "apns" ? "production" : nil), 'no.likeperson.app')
+                """)
+        }
+        let check = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(check.status == 0, "stderr: \(check.stderr)")
+        #expect(try f.count("deliveries") == 2 + Self.hostile.count)
+
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "a malformed token never stops a provider: \(result.stderr)")
+        let requests = push.server.requests().filter { $0.provider != .oauth }
+        #expect(requests.compactMap(\.deviceToken).sorted() == [iphone.token, android.token].sorted(), "only the real tokens were sent")
+        #expect(requests.allSatisfy { $0.path.hasPrefix("/3/device/") || $0.path.hasSuffix("/messages:send") })
+
+        let rows = try f.connection.query("""
+            SELECT t.token, t.retired_reason, d.state, d.attempts
+              FROM device_tokens t JOIN deliveries d ON d.device_token_id = t.id ORDER BY t.id
+            """)
+        for row in rows {
+            let token: String = try row.decode(0)
+            let reason = try row.decode(1, as: String?.self)
+            let state: String = try row.decode(2)
+            let attempts: Int = try row.decode(3)
+            if token == iphone.token || token == android.token {
+                #expect(state == "sent" && reason == nil)
+            } else {
+                #expect(state == "failed", "\(token.debugDescription)")
+                #expect(attempts == 0, "nothing was sent: no attempt counted")
+                #expect(reason?.hasPrefix("malformed token: ") == true, "\(String(describing: reason))")
+            }
+        }
+        #expect(!result.stderr.contains("../../"), "the log never quotes a token whole")
+
+        let again = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(again.status == 0)
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == 2, "nothing is sent twice, nothing retried")
+    }
+}
