@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "assignment-follow-up", targets: ["assignment-follow-up"]),
         .executable(name: "overdue-digest", targets: ["overdue-digest"]),
         .executable(name: "impact-summary", targets: ["impact-summary"]),
+        .executable(name: "event-notify", targets: ["event-notify"]),
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
@@ -89,6 +90,7 @@ let package = Package(
         .executableTarget(name: "assignment-follow-up", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "overdue-digest", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "impact-summary", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "event-notify", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "push-deliver", dependencies: [
             "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -109,7 +111,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
         .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
-                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary",
+                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify",
                                                           "push-deliver", "FakePush"]),
         .testTarget(name: "FakePushTests", dependencies: [
             "FakePush", "TestSupport",

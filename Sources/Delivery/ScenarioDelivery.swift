@@ -11,6 +11,9 @@ import ScenarioEngine
 public final class ScenarioDelivery: JobDelivery {
     let options: DeliveryOptions
     private var settings: PushSettings?
+    /// Kept while its database connection is the same, so a long-running job (event-notify) reuses its
+    /// provider credentials and HTTP/2 connections batch after batch instead of opening new ones.
+    private var engine: (connection: ObjectIdentifier, engine: OutboxEngine)?
 
     public init(options: DeliveryOptions) {
         self.options = options
@@ -25,7 +28,13 @@ public final class ScenarioDelivery: JobDelivery {
             logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
             return nil
         }
-        let engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
+        let engine: OutboxEngine
+        if let kept = self.engine, kept.connection == ObjectIdentifier(connection) {
+            engine = kept.engine
+        } else {
+            engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
+            self.engine = (ObjectIdentifier(connection), engine)
+        }
         let report = try engine.run(scope: .jobRun(runID))
         return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }

@@ -105,8 +105,10 @@ public final class Connection {
         PQclear(try check(PQexec(handle, sql)))
     }
 
-    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws. Inside a
+    /// transaction already open on this connection, `body` simply joins it (the outer one decides).
     public func transaction<T>(_ mode: TransactionMode = .readWrite, _ body: () throws -> T) throws -> T {
+        if PQtransactionStatus(handle) != PQTRANS_IDLE { return try body() }
         try execute(mode.begin)
         do {
             let value = try body()
@@ -116,6 +118,34 @@ public final class Connection {
             if PQstatus(handle) == CONNECTION_OK { _ = try? execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Subscribes this session to `channel`'s notifications (`NOTIFY channel`).
+    public func listen(_ channel: StaticString) throws {
+        try runScript("LISTEN \(channel)")
+    }
+
+    /// Waits up to `timeout` for a notification on a channel this session listens to, and takes every one
+    /// that arrived. Returns how many. A lost connection throws.
+    public func waitForNotifications(timeout: Duration) throws -> Int {
+        var taken = try takeNotifications()
+        if taken > 0 { return taken }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw PostgresError.connectionLost(message: errorMessage) }
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready > 0 { taken = try takeNotifications() }
+        return taken
+    }
+
+    private func takeNotifications() throws -> Int {
+        guard PQconsumeInput(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
+        var count = 0
+        while let notification = PQnotifies(handle) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
     }
 
     /// Asks the server to stop the statement in progress.

@@ -4,7 +4,7 @@ import Postgres
 import TextCoding
 
 /// Prints a dry run's plan as decisions stream in: one readable block or one JSON object per candidate.
-struct PlanPrinter {
+public struct PlanPrinter {
     let format: OutputFormat
     /// Where the plan's lines go: stdout for the executables, a buffer for in-process tests.
     var emit: (String) -> Void = Output.line

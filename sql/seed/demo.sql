@@ -24,6 +24,9 @@
 
 BEGIN;
 
+-- History, not news: this load appends no events (event-notify would otherwise announce every pause).
+SET LOCAL mentor_push.events = 'off';
+
 -- Session-local helpers (pg_temp: they vanish with the session and never touch the schema).
 CREATE OR REPLACE FUNCTION pg_temp.ago(i interval) RETURNS timestamptz
     LANGUAGE sql STABLE AS $$ SELECT date_trunc('second', now()) - i $$;

@@ -1,0 +1,165 @@
+import Foundation
+import JobKit
+import Logging
+import Postgres
+
+/// `event-notify`: the long-running process that turns events into pushes seconds after their commit.
+///
+/// It LISTENs on `mentor_push_events` and drains what is pending whenever a notification arrives, and at
+/// least every `pollInterval` (the backstop: a NOTIFY is only a hint, the `events` rows are the truth),
+/// a batch per transaction (`EventProcessor`), pushing each batch right after its commit. When the
+/// database goes away it reconnects with backoff (1 s doubling to 30 s) and catches up from the table.
+/// `once` drains what is pending and exits (cron-only hosts, CI, tests). SIGTERM: the batch in progress
+/// commits and is pushed, then the process ends by the signal. Processed events older than
+/// `retentionDays` are deleted in bounded batches as it goes.
+public struct EventNotifyRunner {
+    public struct Settings: Sendable {
+        public var once = false
+        public var listen = true
+        public var pollInterval: Duration = .seconds(5)
+        public var retentionDays = 7
+        public init() {}
+    }
+
+    public static let job = "event-notify"
+
+    public let processor: EventProcessor
+    public var options: JobOptions
+    public var settings: Settings
+    public var delivery: (any JobDelivery)?
+    /// Where the plan of a dry run goes (stdout unless a test collects it).
+    public var planOutput: (String) -> Void = Output.line
+
+    public init(_ processor: EventProcessor, options: JobOptions, settings: Settings, delivery: (any JobDelivery)? = nil) {
+        self.processor = processor
+        self.options = options
+        self.settings = settings
+        self.delivery = delivery
+    }
+
+    public func runAsJob() -> ExitStatus {
+        JobEnvelope.run(Self.job, dryRun: options.dryRun, asOf: options.now?.date ?? Date(), logLevel: options.logLevel,
+                        writes: !options.dryRun) { run in
+            try execute(in: run)
+        }
+    }
+
+    public func execute(in run: JobRun) throws {
+        let logger = run.logger
+        var summary = ScenarioSummary(job: Self.job, dryRun: options.dryRun, reasonOrder: processor.reasonOrder)
+        var events = 0
+        defer { run.counts = { [summary, events] in var writer = summary.members; writer.add("events", events); return writer } }
+
+        if options.dryRun {
+            let connection = try connect()
+            try Schema.check(connection)
+            let printer = PlanPrinter(format: options.format, emit: planOutput)
+            printer.header(job: Self.job, asOf: run.asOf)
+            try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
+            printer.footer(summary)
+            Output.flush()
+            logger.info("\(summary.sentence)")
+            return
+        }
+
+        try delivery?.prepare()
+        let stop = StopRequest.shared
+        var connection: Connection? = nil
+        var reconnectDelay = 1.0
+        var lastPrune: ContinuousClock.Instant? = nil
+        while !stop.isRequested {
+            do {
+                let database: Connection
+                if let connection { database = connection } else {
+                    database = try connect()
+                    try Schema.check(database)
+                    if run.runID == nil { try run.record(on: database) }
+                    if settings.listen && !settings.once { try database.listen("mentor_push_events") }
+                    connection = database
+                    if reconnectDelay > 1 { logger.notice("reconnected to the database; catching up from the events table") }
+                    reconnectDelay = 1
+                }
+                // Drain: a batch per transaction, each pushed right after its commit.
+                while !stop.isRequested {
+                    let now = options.now?.date ?? Date()
+                    let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
+                    if taken == 0 { break }
+                    events += taken
+                    logger.debug("\(taken) events processed")
+                    try deliver(run: run, connection: database, summary: &summary)
+                }
+                if lastPrune.map({ ContinuousClock.now - $0 > .seconds(600) }) ?? true {
+                    try prune(database, logger: logger)
+                    lastPrune = ContinuousClock.now
+                }
+                if settings.once { break }
+                try wait(database)
+            } catch {
+                guard !settings.once, Self.isConnectionLoss(error) else { throw error }
+                logger.warning("database connection lost (\(error)); reconnecting in \(Int(reconnectDelay)) s")
+                connection = nil
+                sleep(seconds: reconnectDelay)
+                reconnectDelay = min(30, reconnectDelay * 2)
+            }
+        }
+        if let signal = stop.requestedSignalName { run.stoppedBy = signal }
+        Output.flush()
+        logger.info("\(events) events: \(summary.sentence)")
+    }
+
+    /// Waits for a notification or the poll interval, whichever comes first, waking often enough to
+    /// notice a stop signal.
+    private func wait(_ connection: Connection) throws {
+        let deadline = ContinuousClock.now + settings.pollInterval
+        while !StopRequest.shared.isRequested && ContinuousClock.now < deadline {
+            let slice = min(.milliseconds(250), ContinuousClock.now.duration(to: deadline))
+            if settings.listen {
+                if try connection.waitForNotifications(timeout: slice) > 0 { return }
+            } else {
+                Thread.sleep(forTimeInterval: Double(slice.components.seconds) + Double(slice.components.attoseconds) / 1e18)
+            }
+        }
+    }
+
+    private func deliver(run: JobRun, connection: Connection, summary: inout ScenarioSummary) throws {
+        guard let delivery, let result = try delivery.deliver(runID: run.runID!, connection: connection, logger: run.logger) else { return }
+        summary.push = result.json
+        if result.status != .ok {
+            run.logger.error("\(result.sentence): deliveries stay pending for push-deliver")
+            run.degrade(result.status, result.sentence)
+        }
+    }
+
+    /// Deletes processed events older than the retention, 10,000 at a time (short transactions, no long locks).
+    private func prune(_ connection: Connection, logger: Logger) throws {
+        var deleted = 0
+        while !StopRequest.shared.isRequested {
+            let count = try connection.execute("""
+                DELETE FROM events WHERE id IN (
+                    SELECT id FROM events WHERE processed_at < now() - make_interval(days => \(settings.retentionDays)) LIMIT 10000)
+                """)
+            deleted += count
+            if count < 10_000 { break }
+        }
+        if deleted > 0 { logger.info("pruned \(deleted) events processed more than \(settings.retentionDays) days ago") }
+    }
+
+    private func sleep(seconds: Double) {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while !StopRequest.shared.isRequested && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+    }
+
+    /// A database that went away or cannot be reached now (worth reconnecting to), not a bad query or URL.
+    static func isConnectionLoss(_ error: Error) -> Bool {
+        switch error {
+        case let failure as JobFailure: return failure.status == .unavailable
+        case PostgresError.connectionFailed, PostgresError.connectionLost: return true
+        case PostgresError.server(let server): return server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P")
+        default: return false
+        }
+    }
+
+    private func connect() throws -> Connection {
+        try JobDatabase.connect(url: options.resolvedDatabaseURL, name: Self.job, statementTimeout: options.statementTimeout)
+    }
+}

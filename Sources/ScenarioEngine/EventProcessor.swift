@@ -1,0 +1,103 @@
+import Foundation
+import JobKit
+import Logging
+import Postgres
+
+/// Turns pending `events` into notifications with the event scenarios, a batch at a time. One batch is one
+/// transaction: claim the oldest pending events (`FOR UPDATE SKIP LOCKED`, so several processes share the
+/// work), let each scenario that answers their kinds decide through the engine's policies, write the inbox
+/// rows, deliveries and decisions, and mark the events processed. A crash rolls the whole batch back and
+/// another process (or the next start) takes it again; the dedupe keys make a repeat harmless.
+public struct EventProcessor {
+    public let handlers: [any EventHandling]
+    public var policies: [any Policy]
+    public var batchSize: Int
+
+    public init(_ scenarios: [any EventHandling], policies: [any Policy] = Policies.standard, batchSize: Int = 500) {
+        self.handlers = scenarios
+        self.policies = policies
+        self.batchSize = batchSize
+    }
+
+    /// Every reason a summary may list, in order.
+    public var reasonOrder: [SuppressionReason] {
+        policies.flatMap(\.reasons) + handlers.flatMap(\.suppressionReasons) + [.alreadyNotified]
+    }
+
+    /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
+    public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+        try connection.transaction {
+            let claimed = try connection.query("""
+                SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                """)
+            guard claimed.count > 0 else { return 0 }
+            var ids: [Int] = []
+            var kinds = Set<String>()
+            for row in claimed {
+                ids.append(try row.decode(0))
+                kinds.insert(try row.decode(1))
+            }
+            for handler in handlers where !kinds.isDisjoint(with: handler.eventKinds) {
+                try handler.process(.claimed(ids), on: connection, policies: policies, runID: runID, now: now,
+                                    printer: nil, logger: logger, summary: &summary)
+            }
+            try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(ids))::bigint[])")
+            return ids.count
+        }
+    }
+
+    /// The plan for every pending event, read-only: who would be told what, and why the others would not.
+    func plan(on connection: Connection, now: Date, printer: PlanPrinter, logger: Logger, summary: inout ScenarioSummary) throws {
+        try connection.transaction(.readOnly) {
+            for handler in handlers {
+                try handler.process(.pending, on: connection, policies: policies, runID: nil, now: now,
+                                    printer: printer, logger: logger, summary: &summary)
+            }
+        }
+    }
+}
+
+/// An event scenario with its types erased, so the processor can hold a list of them.
+public protocol EventHandling {
+    var key: String { get }
+    var eventKinds: [String] { get }
+    var suppressionReasons: [SuppressionReason] { get }
+    /// Decides for every candidate of the selected events, then records (with `runID`) or prints the plan.
+    func process(_ events: EventSelection, on connection: Connection, policies: [any Policy], runID: Int?, now: Date,
+                 printer: PlanPrinter?, logger: Logger, summary: inout ScenarioSummary) throws
+}
+
+extension EventScenario {
+    /// Rules, candidates, the policies and the decision, as for a scheduled scenario (`ScenarioRunner.decide`),
+    /// then the recording on the same connection and transaction as the claim.
+    public func process(_ events: EventSelection, on connection: Connection, policies: [any Policy], runID: Int?, now: Date,
+                        printer: PlanPrinter?, logger: Logger, summary: inout ScenarioSummary) throws {
+        var options = JobOptions()
+        options.dryRun = printer != nil
+        let runner = ScenarioRunner(self, options: options, policies: policies)
+        let (rules, invalid) = try RuleLoader.load(self, only: [], from: connection)
+        for failure in invalid { logger.error("\(failure.message) (its events are marked processed without a decision)") }
+        summary.invalidOrganizations += invalid.count
+        let byOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
+        let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category)
+        // Decide while the rows stream in; record after, on the same connection (it is busy while streaming).
+        var decided: [(Recipient, String?, Decision, String)] = []
+        let columns = ColumnIndex()
+        try connection.stream(query, binary: true) { row in
+            columns.learn(row)
+            let candidateRow = CandidateRow(row: row, columns: columns)
+            guard let rule = byOrganization[try candidateRow.decode("recipient_organization_id")] else { return }
+            let recipient = try Recipient(candidateRow, rule: rule)
+            let decision = try runner.decide(candidateRow, recipient: recipient, rule: rule, now: now)
+            decided.append((recipient, try candidateRow.decode("subject", as: String?.self), decision, rule.organizationName))
+        }
+        for (recipient, subject, decision, organization) in decided {
+            summary.count(decision)
+            printer?.print(recipient, organization: organization, subject: subject, decision: decision)
+        }
+        guard printer == nil, let runID else { return }
+        var recorder = DecisionRecorder(connection: connection, scenario: key, category: category, runID: runID, asOf: now, batchSize: .max)
+        for (recipient, subject, decision, _) in decided { try recorder.add(recipient, subject: subject, decision, into: &summary) }
+        try recorder.flush(into: &summary)
+    }
+}

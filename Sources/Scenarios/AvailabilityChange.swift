@@ -1,0 +1,119 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+import TextCoding
+
+extension SuppressionReason {
+    /// The pause was already lifted when its start came to be announced: the lift is announced instead.
+    public static let superseded = SuppressionReason("superseded")
+}
+
+/// Tells every coordinator whose scope holds a peer mentor that the mentor started a pause or lifted one,
+/// seconds after it was saved (events `pause_started`, `pause_lifted`).
+///
+/// - The body names the mentor and the action; a pause's reason and its end date, when given, are in it.
+/// - A pause lifted before its start was announced: the coordinator is pushed only the net state. When
+///   both events are decided together, the start is suppressed (`superseded`) and the lift says how long
+///   the pause lasted; when the start was already stored but its push had not gone out, the database
+///   cancels that push as the pause is lifted (the inbox keeps both, the phone shows only the lift).
+/// - The tap opens the mentor (`/mentors/<id>`).
+public struct AvailabilityChange: EventScenario {
+    public struct Settings: Sendable {}
+
+    public struct Candidate {
+        var eventID: Int
+        var lifted: Bool
+        var mentorID: UUID
+        var mentorName: String
+        var pauseID: Int
+        var startsAt: Date
+        var endsAt: Date?
+        var reason: String?
+    }
+
+    public init() {}
+
+    public var key: String { "availability_change" }
+    public var jobName: String { "event-notify" }
+    public var abstract: String { "Tell coordinators when a peer mentor in their scope starts or lifts a pause." }
+    public var category: NotificationCategory { .availabilityChange }
+    public var suppressionReasons: [SuppressionReason] { [.superseded] }
+    public var eventKinds: [String] { ["pause_started", "pause_lifted"] }
+
+    public func settings(_ reader: SettingsReader) throws -> Settings { Settings() }
+
+    public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
+        """
+        SELECT s.coordinator_id AS user_id, 'pause:' || p.id AS subject, e.id AS event_id, e.kind = 'pause_lifted' AS lifted,
+               m.id AS mentor_id, m.display_name AS mentor_name, p.id AS pause_id, p.starts_at, p.ends_at, p.reason
+          FROM events e
+          JOIN availability_pauses p ON p.id = e.subject_id::bigint
+          JOIN users m ON m.id = e.mentor_id
+          JOIN coordinator_scopes s ON s.mentor_id = m.id AND s.organization_id = m.organization_id
+          JOIN users c ON c.id = s.coordinator_id AND c.role = 'coordinator' AND c.deactivated_at IS NULL
+         WHERE \(events.condition) AND e.kind IN ('pause_started', 'pause_lifted')
+        """
+    }
+
+    public func candidate(_ row: CandidateRow) throws -> Candidate {
+        Candidate(eventID: try row.decode("event_id"), lifted: try row.decode("lifted"), mentorID: try row.decode("mentor_id"),
+                  mentorName: try row.decode("mentor_name"), pauseID: try row.decode("pause_id"), startsAt: try row.decode("starts_at"),
+                  endsAt: try row.decode("ends_at", as: Date?.self), reason: try row.decode("reason", as: String?.self))
+    }
+
+    public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
+        if !candidate.lifted, let end = candidate.endsAt, end <= now {
+            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause was lifted before its start was announced: the lift is announced instead")
+        }
+        let message = AvailabilityChange.message(candidate, language: recipient.language, zone: recipient.timeZone)
+        let mentor = candidate.mentorID.lowercasedString
+        return .notify(NotificationDraft(
+            title: message.title,
+            body: message.body,
+            data: [("category", category.rawValue), ("route", "/mentors/\(mentor)"), ("mentor_id", mentor), ("pause_id", String(candidate.pauseID))],
+            dedupeKey: "availability_change:\(recipient.userID.lowercasedString):\(candidate.eventID)",
+            expiresAt: nil,
+            why: "\(candidate.mentorName) \(candidate.lifted ? "lifted" : "started") a pause (event \(candidate.eventID)), in this coordinator's scope"))
+    }
+
+    static func message(_ candidate: Candidate, language: Language, zone: String) -> (title: String, body: String) {
+        let name = candidate.mentorName
+        let reason = candidate.reason.flatMap { $0.isEmpty ? nil : $0 }
+        switch (language, candidate.lifted) {
+        case (.norwegianBokmal, false):
+            var body = "\(name) har satt seg på pause"
+            if candidate.startsAt > Date() { body += " fra \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" }
+            body += candidate.endsAt.map { " til \(LocalDate.text($0, zone: zone, language: language))" } ?? " inntil videre"
+            if let reason { body += ": «\(reason)»" }
+            return ("\(name) har pause", body + ".")
+        case (.norwegianBokmal, true):
+            return ("\(name) er tilgjengelig igjen",
+                    "\(name) har avsluttet pausen som startet \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" + (reason.map { " («\($0)»)" } ?? "") + ".")
+        case (.english, false):
+            var body = "\(name) is taking a break"
+            if candidate.startsAt > Date() { body += " from \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" }
+            body += candidate.endsAt.map { " until \(LocalDate.text($0, zone: zone, language: language))" } ?? " until further notice"
+            if let reason { body += ": “\(reason)”" }
+            return ("\(name) is on a break", body + ".")
+        case (.english, true):
+            return ("\(name) is available again",
+                    "\(name) has ended the break that started \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" + (reason.map { " (“\($0)”)" } ?? "") + ".")
+        }
+    }
+}
+
+/// A date as people in a time zone write it: "15.03.2027" in Norwegian, "15 Mar 2027" in English.
+enum LocalDate {
+    static func text(_ date: Date, zone: String, language: Language) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month, .day], from: date)
+        switch language {
+        case .norwegianBokmal:
+            return String(format: "%02d.%02d.%04d", parts.day!, parts.month!, parts.year!)
+        case .english:
+            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+            return "\(parts.day!) \(months[parts.month! - 1]) \(parts.year!)"
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+import TextCoding
+
+/// Congratulates a peer mentor whose logged activities reach one of the organization's `milestones`
+/// (default 25, 50, 100), once per milestone ever (event `activities_logged`, one per mentor per statement).
+///
+/// - A statement that passes several milestones announces the highest.
+/// - Deleting and re-logging an activity never announces a milestone twice (the dedupe key names it).
+/// - History loaded in bulk does not flood anyone: a milestone counts only when the newest activity that
+///   reached it happened within `max_age_days` (default 14); an operator may also load with
+///   `SET mentor_push.events = 'off'`, which appends no events at all.
+/// - The tap opens the mentor's statistics (`/statistics`).
+public struct Milestone: EventScenario {
+    public struct Settings: Sendable {
+        public var milestones: [Int]
+        public var maxAgeDays: Int
+    }
+
+    public struct Candidate {
+        var milestone: Int
+        var total: Int
+    }
+
+    public init() {}
+
+    public var key: String { "milestone" }
+    public var jobName: String { "event-notify" }
+    public var abstract: String { "Congratulate peer mentors when their logged activities reach a milestone." }
+    public var category: NotificationCategory { .milestone }
+    public var eventKinds: [String] { ["activities_logged"] }
+
+    public func settings(_ reader: SettingsReader) throws -> Settings {
+        Settings(milestones: try reader.integers("milestones", in: 1...100_000), maxAgeDays: try reader.integer("max_age_days", in: 1...365))
+    }
+
+    public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
+        var organizations: [UUID] = []
+        var milestones: [Int] = []
+        var ages: [Int] = []
+        for rule in rules {
+            for milestone in rule.settings.milestones {
+                organizations.append(rule.organizationID)
+                milestones.append(milestone)
+                ages.append(rule.settings.maxAgeDays)
+            }
+        }
+        return """
+            SELECT DISTINCT ON (e.id) e.mentor_id AS user_id, 'milestone:' || r.milestone AS subject, r.milestone,
+                   (e.payload->>'after')::int AS total
+              FROM events e
+              JOIN users u ON u.id = e.mentor_id AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
+              JOIN unnest(\(PostgresArray(organizations))::uuid[], \(PostgresArray(milestones))::int[], \(PostgresArray(ages))::int[])
+                   AS r(organization_id, milestone, max_age_days) ON r.organization_id = u.organization_id
+             WHERE \(events.condition) AND e.kind = 'activities_logged'
+               AND r.milestone > (e.payload->>'before')::int AND r.milestone <= (e.payload->>'after')::int
+               AND (e.payload->>'latest_occurred_at')::timestamptz > \(now)::timestamptz - make_interval(days => r.max_age_days)
+               AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = 'milestone:' || e.mentor_id || ':' || r.milestone)
+             ORDER BY e.id, r.milestone DESC
+            """
+    }
+
+    public func candidate(_ row: CandidateRow) throws -> Candidate {
+        Candidate(milestone: try row.decode("milestone"), total: try row.decode("total"))
+    }
+
+    public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
+        let message: (String, String)
+        switch recipient.language {
+        case .norwegianBokmal:
+            message = ("Gratulerer: \(candidate.milestone) aktiviteter!", "Hei \(recipient.displayName)! Du har nå registrert \(candidate.milestone) aktiviteter som likeperson. Takk for innsatsen! Trykk for å se statistikken din.")
+        case .english:
+            message = ("Congratulations: \(candidate.milestone) activities!", "Hi \(recipient.displayName)! You have now logged \(candidate.milestone) activities as a peer mentor. Thank you! Tap to see your statistics.")
+        }
+        return .notify(NotificationDraft(
+            title: message.0,
+            body: message.1,
+            data: [("category", category.rawValue), ("route", "/statistics"), ("milestone", String(candidate.milestone))],
+            dedupeKey: "milestone:\(recipient.userID.lowercasedString):\(candidate.milestone)",
+            expiresAt: nil,
+            why: "\(candidate.total) activities logged: milestone \(candidate.milestone) reached"))
+    }
+}

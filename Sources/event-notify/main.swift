@@ -1,0 +1,4 @@
+import ScenarioCommand
+import Scenarios
+
+EventNotifyCommand.main([AvailabilityChange(), NewAssignment(), Milestone(), Honorarium()])

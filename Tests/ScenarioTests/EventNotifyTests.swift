@@ -1,0 +1,263 @@
+import FakePush
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// event-notify: pauses, new assignments, milestones and honoraria, from the events the database appends
+/// in the same transaction as the change, to the inbox and the phone.
+@Suite struct EventNotifyTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+    }
+
+    @discardableResult
+    func once(_ extra: [String] = [], environment: [String: String] = [:]) throws -> ProcessRunner.Result {
+        let result = try Jobs.run("event-notify", ["--once"] + extra, database: db, environment: environment)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        return result
+    }
+
+    func pending(_ kind: String? = nil) throws -> Int {
+        try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NULL AND kind = coalesce(\(kind), kind)").first!.decode(0)
+    }
+
+    /// A coordinator (with a device) and `mentor` in their scope.
+    func coordinator(_ name: String, of mentor: UUID, in organization: UUID? = nil) throws -> UUID {
+        let o = organization ?? org
+        let coordinator = try f.user(o, name, role: "coordinator")
+        try f.device(coordinator)
+        try f.scope(o, coordinator: coordinator, mentor: mentor)
+        return coordinator
+    }
+
+    @Test func aPauseTellsEveryCoordinatorWhoseScopeHoldsTheMentorAndNobodyElse() throws {
+        let kari = try f.mentor(org, "Kari Nordmann", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        let svein = try coordinator("Svein", of: kari)
+        let other = try coordinator("Other", of: try f.mentor(org, "Ola", lastActivityDaysAgo: 1))
+        let elsewhere = try f.organization("Elsewhere")
+        let stranger = try coordinator("Stranger", of: try f.mentor(elsewhere, "Kari Nordmann", lastActivityDaysAgo: 1), in: elsewhere)
+        try f.connection.execute("""
+            INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason)
+            VALUES (\(kari), now(), '2027-03-15T12:00:00Z', 'holiday until March 15')
+            """)
+        #expect(try pending("pause_started") == 1, "the pause and its event commit together")
+
+        let result = try once()
+        for coordinator in [linda, svein] {
+            let inbox = try #require(try f.inbox(coordinator).first)
+            #expect(inbox.category == "availability_change")
+            #expect(inbox.title == "Kari Nordmann har pause")
+            #expect(inbox.body == "Kari Nordmann har satt seg på pause til 15.03.2027: «holiday until March 15».")
+            let data = try JSONSerialization.jsonObject(with: Data(inbox.data.utf8)) as? [String: String]
+            #expect(data?["route"] == "/mentors/\(kari.uuidString.lowercased())")
+        }
+        #expect(try f.inbox(other).isEmpty && f.inbox(stranger).isEmpty)
+        #expect(try pending() == 0)
+        #expect((result.summary?["events"] as? Int ?? 0) >= 1)
+
+        // Lifted: both are told, in a notification of its own.
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(kari)")
+        try once()
+        #expect(try f.inbox(linda).map(\.title).sorted() == ["Kari Nordmann er tilgjengelig igjen", "Kari Nordmann har pause"])
+        try once()
+        #expect(try f.count("notifications") == 4, "nothing twice")
+    }
+
+    /// Net state: a pause lifted before its start was decided is announced only as lifted; one lifted after
+    /// its start was stored but before the push went out has that push cancelled.
+    @Test func aPauseLiftedBeforeItsPushWentOutIsPushedOnlyAsLifted() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now() - interval '1 minute', 'syk')")
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(kari)")
+        try once()
+        #expect(try f.decisionsWithSubjects(linda).map { $0.split(separator: "@")[0] } == ["suppressed:superseded", "notified:notified"])
+        #expect(try f.inbox(linda).map(\.title) == ["Kari er tilgjengelig igjen"])
+
+        // Stored, not yet pushed (no provider configured: the delivery waits), then lifted.
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())")
+        try once()
+        #expect(try f.deliveryStates(linda) == ["pending", "pending"])
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(kari) AND ends_at IS NULL")
+        #expect(try f.deliveryStates(linda) == ["cancelled", "pending"], "the start's push is cancelled with the lift")
+        try once()
+        #expect(try f.deliveryStates(linda) == ["cancelled", "pending", "pending"], "and the lift is pushed")
+    }
+
+    @Test func aNewAssignmentReachesTheMentorAndTheNthOneTellsOfTheHonorarium() throws {
+        try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 3}"#)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, locale: "en")
+        let linda = try coordinator("Linda", of: kari)
+        let first = try f.assignment(org, mentor: kari, coordinator: linda, title: "Call a new member", dispatchedDaysAgo: 0)
+        try once()
+        let inbox = try #require(try f.inbox(kari).first)
+        #expect(inbox.title == "New assignment: “Call a new member”")
+        #expect(inbox.body == "Linda has given you a new assignment. Tap here to open it.")
+        let data = try JSONSerialization.jsonObject(with: Data(inbox.data.utf8)) as? [String: String]
+        #expect(data?["route"] == "/assignments/\(first.uuidString.lowercased())")
+
+        try f.assignment(org, mentor: kari, coordinator: linda, title: "Second", dispatchedDaysAgo: -0.001)
+        try f.assignment(org, mentor: kari, coordinator: linda, title: "Third", dispatchedDaysAgo: -0.002)
+        try f.assignment(org, mentor: kari, coordinator: linda, title: "Fourth", dispatchedDaysAgo: -0.003)
+        try once()
+        let categories = try f.inbox(kari).map(\.category)
+        #expect(categories.filter { $0 == "new_assignment" }.count == 4)
+        #expect(categories.filter { $0 == "honorarium" }.count == 1, "the third assignment, once")
+
+        // Honorarium is off by default: another organization's third assignment tells only of the assignment.
+        let other = try f.organization("Other")
+        let ola = try f.mentor(other, "Ola", lastActivityDaysAgo: 1)
+        let mona = try coordinator("Mona", of: ola, in: other)
+        for (index, title) in ["A", "B", "C"].enumerated() {
+            try f.assignment(other, mentor: ola, coordinator: mona, title: title, dispatchedDaysAgo: -0.001 * Double(index))
+        }
+        try once()
+        #expect(try f.inbox(ola).allSatisfy { $0.category == "new_assignment" })
+        #expect(try f.decisionsWithSubjects(ola).contains("suppressed:organization_scenario_off@honorarium:3"))
+    }
+
+    func logActivities(_ mentor: UUID, count: Int, occurredDaysAgo: Int = 0) throws {
+        try f.connection.execute("""
+            INSERT INTO activities (mentor_id, occurred_at, logged_at)
+            SELECT \(mentor), now() - make_interval(days => \(occurredDaysAgo)::int), now() FROM generate_series(1, \(count))
+            """)
+    }
+
+    @Test func aMilestoneIsAnnouncedOnceEvenAfterDeletingAndRelogging() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: nil)
+        try logActivities(kari, count: 24)
+        try once()
+        #expect(try f.inbox(kari).isEmpty)
+        try logActivities(kari, count: 1)
+        try once()
+        #expect(try f.inbox(kari).map(\.title) == ["Gratulerer: 25 aktiviteter!"])
+        try f.connection.execute("DELETE FROM activities WHERE id = (SELECT max(id) FROM activities WHERE mentor_id = \(kari))")
+        try logActivities(kari, count: 1)
+        try once()
+        #expect(try f.inbox(kari).count == 1, "25 is never announced twice")
+        // One statement past 50 and 100 announces the highest.
+        try logActivities(kari, count: 80)
+        try once()
+        #expect(try f.inbox(kari).map(\.title).sorted() == ["Gratulerer: 100 aktiviteter!", "Gratulerer: 25 aktiviteter!"])
+    }
+
+    @Test func loadingHistoryFloodsNobody() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: nil)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: nil)
+        // History (activities that happened a year ago) announces no milestone.
+        try logActivities(kari, count: 120, occurredDaysAgo: 365)
+        // A session that switches events off appends none at all.
+        try f.connection.transaction {
+            try f.connection.execute("SET LOCAL mentor_push.events = 'off'")
+            try logActivities(ola, count: 120)
+        }
+        #expect(try pending("activities_logged") == 1)
+        try once()
+        #expect(try f.count("notifications") == 0)
+        let counts: [Int] = try f.connection.query("SELECT activity_count FROM users WHERE id IN (\(kari), \(ola))").map { try $0.decode(0) }
+        #expect(counts == [120, 120], "the counts stay right either way")
+    }
+
+    @Test func aBulkStatementWakesTheListenerOnce() throws {
+        let mentors = try (0..<20).map { try f.mentor(org, "M\($0)", lastActivityDaysAgo: nil, devices: 0) }
+        let listener = try db.connect()
+        try listener.listen("mentor_push_events")
+        try f.connection.execute("""
+            INSERT INTO activities (mentor_id, occurred_at, logged_at)
+            SELECT m, now(), now() FROM unnest(\(PostgresArray(mentors))::uuid[]) AS m, generate_series(1, 500)
+            """)
+        #expect(try pending("activities_logged") == 20, "one event per mentor of the statement")
+        var woken = try listener.waitForNotifications(timeout: .seconds(2))
+        woken += try listener.waitForNotifications(timeout: .milliseconds(300))
+        #expect(woken == 1, "10,000 activities in one transaction: one NOTIFY")
+    }
+
+    @Test func theListenerPushesWithinSecondsOfTheCommitAndStopsOnSIGTERM() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
+                                              environment: push.variables)
+        defer { kill(running.pid, SIGKILL) }
+        usleep(700_000) // listening
+        let committed = Date()
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let deadline = Date().addingTimeInterval(10)
+        while push.server.requests().filter({ $0.provider == .apns }).isEmpty && Date() < deadline { usleep(10_000) }
+        let pushed = try #require(push.server.requests().first { $0.provider == .apns })
+        #expect(pushed.receivedAt.timeIntervalSince(committed) < 2, "woken by NOTIFY, not by the 60 s poll")
+        while try f.deliveryStates(linda) != ["sent"] && Date() < deadline { usleep(10_000) }
+        #expect(try f.deliveryStates(linda) == ["sent"], "recorded as sent")
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.signal == SIGTERM, "ends by the signal after a clean stop: \(result.stderr)")
+        #expect(result.summary?["outcome"] as? String == "stopped")
+    }
+
+    @Test func pollOnlyFindsEventsWithoutNotify() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--no-listen", "--poll-interval", "0.2"])
+        defer { kill(running.pid, SIGKILL) }
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())")
+        let deadline = Date().addingTimeInterval(10)
+        while try f.inbox(linda).isEmpty && Date() < deadline { usleep(50_000) }
+        #expect(try f.inbox(linda).count == 1)
+        kill(running.pid, SIGTERM)
+        _ = try running.wait(timeout: 20)
+    }
+
+    /// Two listeners at once, one killed with SIGKILL again and again while events keep coming: every event
+    /// is processed exactly once (none lost, none doubled), and what a killed one left is taken by the other.
+    @Test func noEventIsLostOrDoubledWhenListenersAreKilled() throws {
+        let mentors = try (0..<40).map { try f.mentor(org, "Mentor \($0)", lastActivityDaysAgo: 1, devices: 0) }
+        let coordinator = try f.user(org, "Linda", role: "coordinator")
+        for mentor in mentors { try f.scope(org, coordinator: coordinator, mentor: mentor) }
+        let arguments = ["--database-url", db.url, "--poll-interval", "0.5", "--batch-size", "3"]
+        let steady = try ProcessRunner.start(Paths.executable("event-notify"), arguments)
+        defer { kill(steady.pid, SIGKILL) }
+        var victim = try ProcessRunner.start(Paths.executable("event-notify"), arguments)
+        for (index, mentor) in mentors.enumerated() {
+            try f.connection.execute("""
+                INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title) VALUES (\(org), \(mentor), \(coordinator), 'Oppdrag')
+                """)
+            if index % 8 == 7 {
+                kill(victim.pid, SIGKILL)
+                _ = try victim.wait(timeout: 20)
+                victim = try ProcessRunner.start(Paths.executable("event-notify"), arguments)
+            }
+            usleep(20_000)
+        }
+        defer { kill(victim.pid, SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while try pending() > 0 && Date() < deadline { usleep(100_000) }
+        #expect(try pending() == 0)
+        let perMentor: [Int] = try f.connection.query("""
+            SELECT count(n.id)::int FROM unnest(\(PostgresArray(mentors))::uuid[]) AS m(id)
+              LEFT JOIN notifications n ON n.user_id = m.id AND n.category = 'new_assignment' GROUP BY m.id
+            """).map { try $0.decode(0) }
+        #expect(perMentor.count == 40 && perMentor.allSatisfy { $0 == 1 }, "each assignment announced exactly once: \(perMentor)")
+        let decisions: Int = try f.connection.query("SELECT count(*)::int FROM decisions WHERE scenario = 'new_assignment'").first!.decode(0)
+        #expect(decisions == 40, "each event decided once")
+    }
+
+    @Test func theDryRunShowsWhatThePendingEventsWouldGiveAndWritesNothing() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        _ = try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())")
+        let before = try f.fingerprint()
+        let result = try Jobs.run("event-notify", ["--dry-run"], database: db)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("NOTIFY  Linda"))
+        #expect(try f.fingerprint() == before)
+        #expect(try pending("pause_started") == 1)
+    }
+}
