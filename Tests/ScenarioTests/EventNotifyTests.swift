@@ -261,3 +261,45 @@ import TestSupport
         #expect(try pending("pause_started") == 1)
     }
 }
+
+/// The database restarts under a running listener: it reconnects and nothing committed is lost or doubled.
+@Suite struct EventNotifyRestartTests {
+    @Test func aListenerSurvivesADatabaseRestartAndCatchesUp() throws {
+        let cluster = try TestCluster.ownCluster()
+        defer { cluster.stop() }
+        let db = try cluster.makeDatabase()
+        let f = try Fixtures(db, now: Date())
+        let org = try f.organization("Org")
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        let mentors = try (0..<6).map { try f.mentor(org, "Mentor \($0)", lastActivityDaysAgo: 1, devices: 0) }
+        for mentor in mentors { try f.scope(org, coordinator: linda, mentor: mentor) }
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "0.5"])
+        defer { kill(running.pid, SIGKILL) }
+        func pause(_ mentor: UUID) throws {
+            let connection = try db.connect()
+            try connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(mentor), now())")
+        }
+        func told() throws -> Int {
+            try db.connect().query("SELECT count(*)::int FROM notifications WHERE user_id = \(linda)").first!.decode(0)
+        }
+        func waitUntil(_ count: Int) throws {
+            let deadline = Date().addingTimeInterval(40)
+            while (try? told()) ?? 0 < count && Date() < deadline { usleep(100_000) }
+        }
+        for mentor in mentors.prefix(3) { try pause(mentor) }
+        try waitUntil(3)
+        #expect(try told() == 3)
+
+        try cluster.restart()
+        // Committed while the listener is still reconnecting (its backoff starts at 1 s).
+        for mentor in mentors.suffix(3) { try pause(mentor) }
+        try waitUntil(6)
+        #expect(try told() == 6, "every event after the restart is processed")
+        let pending: Int = try db.connect().query("SELECT count(*)::int FROM events WHERE processed_at IS NULL AND kind = 'pause_started'").first!.decode(0)
+        #expect(pending == 0)
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.signal == SIGTERM)
+        #expect(result.stderr.contains("reconnect"), "says what happened: \(result.stderr)")
+    }
+}

@@ -23,8 +23,14 @@ public final class TestCluster: @unchecked Sendable {
 
     private static let sharedResult: Result<TestCluster, Error> = Result { try TestCluster() }
 
-    private init() throws {
-        if let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty {
+    /// A cluster of the test's own (never `TEST_DATABASE_URL`'s server), for tests that restart or stop the
+    /// server. Call `stop()` when done; a watchdog stops it if the test process dies.
+    public static func ownCluster() throws -> TestCluster {
+        try TestCluster(own: true)
+    }
+
+    private init(own: Bool = false) throws {
+        if !own, let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty {
             adminURL = url
             directory = nil
         } else {
@@ -35,7 +41,7 @@ public final class TestCluster: @unchecked Sendable {
             }
             adminURL = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             directory = dir
-            TestCluster.stopAtExit(dir)
+            if !own { TestCluster.stopAtExit(dir) }
         }
         try createTemplate()
     }
@@ -57,6 +63,19 @@ public final class TestCluster: @unchecked Sendable {
         try admin.execute("CREATE DATABASE \(sql: "mentor_push_template")")
         let connection = try Connection(url: url(database: TestCluster.template), applicationName: "tests")
         _ = try Migrator(directory: Paths.root.appendingPathComponent("sql/migrations")).apply(to: connection)
+    }
+
+    /// Stops the server at once and starts it again (clients see their connections drop).
+    public func restart() throws {
+        guard let directory else { throw TestSetupError("restart needs a cluster of the test's own (TestCluster.ownCluster())") }
+        let result = try ProcessRunner.run(Paths.script("pg-cluster"), ["restart", directory])
+        guard result.status == 0 else { throw TestSetupError("pg-cluster restart failed: \(result.stderr)") }
+    }
+
+    /// Stops the server and deletes its folder.
+    public func stop() {
+        guard let directory else { return }
+        _ = try? ProcessRunner.run(Paths.script("pg-cluster"), ["stop", directory])
     }
 
     /// A URL for `database` on this server.
