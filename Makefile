@@ -3,12 +3,13 @@
 #   make test        install what is missing and run every test (a real PostgreSQL, started by the tests)
 #   make bench-plan  every scenario job's --dry-run against 100k and 1M generated mentors, beside its bare query
 #   make bench-push  100k pushes to the local fake APNs/FCM: push-bench beside h2load, aioapns, firebase-admin
+#   make bench-events event-notify at 10, 100 and 1,000 events/s: commit → push accepted percentiles, DB CPU
 #   make migrate     apply sql/migrations to $$DATABASE_URL
 
 SWIFT ?= swift
 BENCH_SIZES ?= 100000 1000000
 
-.PHONY: deps build release test demo bench-plan bench-push migrate clean
+.PHONY: deps build release test demo bench-plan bench-push bench-events migrate clean
 
 deps:
 	@scripts/install-deps
@@ -34,6 +35,9 @@ bench-plan: release
 bench-push: deps
 	@scripts/install-deps --bench
 	scripts/bench-push
+
+bench-events: release
+	scripts/bench-events
 
 migrate: build
 	.build/debug/migrate

@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "overdue-digest", targets: ["overdue-digest"]),
         .executable(name: "impact-summary", targets: ["impact-summary"]),
         .executable(name: "event-notify", targets: ["event-notify"]),
+        .executable(name: "events-bench", targets: ["events-bench"]),
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
@@ -91,6 +92,7 @@ let package = Package(
         .executableTarget(name: "overdue-digest", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "impact-summary", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "event-notify", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "events-bench", dependencies: ["Postgres", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "push-deliver", dependencies: [
             "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
