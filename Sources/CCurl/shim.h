@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, which Swift cannot call:
 // one typed wrapper per argument kind. CURLVERSION_NOW is a macro Swift cannot import.
@@ -18,8 +20,15 @@ static inline CURLcode ccurl_easy_setopt_write_function(CURL *h, size_t (*f)(cha
 static inline CURLcode ccurl_easy_setopt_header_function(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
+static inline CURLcode ccurl_easy_setopt_opensocket_function(CURL *h, curl_socket_t (*f)(void *, curlsocktype, struct curl_sockaddr *)) {
+    return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f);
+}
+static inline CURLcode ccurl_easy_setopt_closesocket_function(CURL *h, int (*f)(void *, curl_socket_t)) {
+    return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, f);
+}
 static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode ccurl_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode ccurl_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
@@ -62,12 +71,19 @@ static inline int ccurl_epoll_wait(int ep, curl_socket_t *fds, int *masks, int c
     return count;
 }
 
+// The socket libcurl asks its open-socket callback for, made as libcurl makes it itself (it then sets
+// non-blocking mode and its socket options). `protocol` is a keyword in Swift, hence C.
+static inline curl_socket_t ccurl_open_socket(const struct curl_sockaddr *address) {
+    return socket(address->family, address->socktype, address->protocol);
+}
+
 // Flag macros built from expressions, re-exported as constants Swift can see.
 enum {
     CCURL_VERSION_HTTP2 = CURL_VERSION_HTTP2,
     CCURL_GLOBAL_ALL = CURL_GLOBAL_ALL,
     CCURLPIPE_MULTIPLEX = CURLPIPE_MULTIPLEX,
     CCURL_SOCKET_TIMEOUT = CURL_SOCKET_TIMEOUT,
+    CCURL_SOCKET_BAD = CURL_SOCKET_BAD,
 };
 
 #endif

@@ -40,6 +40,9 @@ extension FakePushServer {
         /// `SETTINGS_MAX_CONCURRENT_STREAMS` a new connection advertises before its first request shows which
         /// provider it talks to. `nil` means the larger of ``apnsMaxConcurrentStreams`` and
         /// ``fcmMaxConcurrentStreams``. Set 1 to mimic APNs' "one stream until a valid provider token" rule.
+        /// Like APNs, the fake enforces every limit it advertises from the moment it sends it: a stream over the
+        /// limit is refused (RST_STREAM REFUSED_STREAM) while the client has not acknowledged the SETTINGS frame,
+        /// and ends the connection (GOAWAY PROTOCOL_ERROR) once it has.
         public var initialMaxConcurrentStreams: Int? = nil
         /// The stream limit a connection advertises (in a new SETTINGS frame) once it has sent a request with a
         /// valid APNs provider token. Apple has been seen advertising 500, 1000 and 1500.

@@ -20,14 +20,28 @@ final class ConnectionContext: @unchecked Sendable {
     var fcmBearer: (token: String, expiresAt: Date, scope: String)?
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` as last advertised.
     private(set) var advertisedMaxConcurrentStreams: Int
+    /// How many SETTINGS frames the client has not acknowledged yet (the initial one counts). While any is
+    /// outstanding the client may not know the last advertised limit, so a stream over it is refused, not fatal.
+    private var unacknowledgedSettings = 1
+    /// Streams the client opened that are not closed yet (refused ones are not counted).
+    private var openStreams = 0
+    /// The most streams this connection has had open at once.
+    private var peakOpenStreams = 0
+    /// The client broke the stream limit and the connection is closing.
+    private var closingForViolation = false
     /// The highest stream ID answered so far (GOAWAY's last-stream-id).
     var highestAnsweredStreamID = 0
+    private let core: FakePushCore
     private var random: SplitMix64
 
-    init(id: Int, channel: Channel, initialMaxConcurrentStreams: Int) {
+    /// What APNs says in its GOAWAY when a client opens more streams than it allows.
+    static let streamLimitViolated = "Maximum active streams violated for this endpoint."
+
+    init(id: Int, channel: Channel, core: FakePushCore) {
         self.id = id
         self.channel = channel
-        self.advertisedMaxConcurrentStreams = initialMaxConcurrentStreams
+        self.core = core
+        self.advertisedMaxConcurrentStreams = core.initialMaxConcurrentStreams
         self.random = SplitMix64(seed: UInt64.random(in: .min ... .max))
     }
 
@@ -35,17 +49,66 @@ final class ConnectionContext: @unchecked Sendable {
     func advertiseMaxConcurrentStreams(_ limit: Int) {
         guard limit != advertisedMaxConcurrentStreams else { return }
         advertisedMaxConcurrentStreams = limit
+        unacknowledgedSettings += 1
         let settings = HTTP2Frame(streamID: .rootStream,
                                   payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)])))
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    /// Sends GOAWAY (NO_ERROR) naming `lastStreamID` and then closes the connection.
-    func goAway(lastStreamID: Int, debugData: String?) {
+    /// The client acknowledged the oldest SETTINGS frame it had not acknowledged yet (they are answered in order).
+    func settingsAcknowledged() {
+        unacknowledgedSettings = max(0, unacknowledgedSettings - 1)
+    }
+
+    /// What to do with a stream the client just opened.
+    enum StreamAdmission {
+        /// Serve it; it counts as open until ``streamClosed()``.
+        case admit
+        /// Answer RST_STREAM(REFUSED_STREAM): the client has not acknowledged the limit yet and may retry.
+        case refuse
+        /// The client broke a limit it acknowledged: GOAWAY and close, as APNs does.
+        case goAway
+    }
+
+    /// Decides about a new client stream against the limit last advertised. NIOHTTP2 applies our SETTINGS only
+    /// once the client acknowledges them and until then lets up to 100 streams in; APNs does not, and HTTP/2
+    /// allows refusing them (RFC 9113 §5.1.2), so the fake counts and refuses them itself.
+    func admitStream() -> StreamAdmission {
+        if openStreams < advertisedMaxConcurrentStreams {
+            openStreams += 1
+            if openStreams > peakOpenStreams {
+                peakOpenStreams = openStreams
+                core.notePeakOpenStreams(openStreams)
+            }
+            return .admit
+        }
+        if unacknowledgedSettings > 0 {
+            core.recording.withLock { $0.refusedStreams += 1 }
+            return .refuse
+        }
+        return .goAway
+    }
+
+    /// An admitted stream closed.
+    func streamClosed() {
+        openStreams -= 1
+    }
+
+    /// The client opened a stream over a limit it had acknowledged: counts it, sends GOAWAY (PROTOCOL_ERROR)
+    /// with APNs' debug text and closes the connection.
+    func streamLimitViolated() {
+        guard !closingForViolation else { return }
+        closingForViolation = true
+        core.recording.withLock { $0.streamLimitViolations += 1 }
+        goAway(lastStreamID: highestAnsweredStreamID, errorCode: .protocolError, debugData: Self.streamLimitViolated)
+    }
+
+    /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID` and then closes the connection.
+    func goAway(lastStreamID: Int, errorCode: HTTP2ErrorCode = .noError, debugData: String?) {
         var opaque: ByteBuffer? = nil
         if let debugData { opaque = channel.allocator.buffer(string: debugData) }
         let frame = HTTP2Frame(streamID: .rootStream,
-                               payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: opaque))
+                               payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: errorCode, opaqueData: opaque))
         let channel = self.channel
         channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
     }
@@ -85,10 +148,35 @@ final class StreamHandler: ChannelInboundHandler {
     private var headers: HPACKHeaders?
     private var body: ByteBuffer?
     private var completed = false
+    /// Counted among the connection's open streams (until the stream closes).
+    private var admitted = false
 
     init(core: FakePushCore, connection: ConnectionContext) {
         self.core = core
         self.connection = connection
+    }
+
+    /// The stream exists now: it is admitted, refused, or ends the connection (see ``ConnectionContext/admitStream()``).
+    func channelActive(context: ChannelHandlerContext) {
+        switch connection.admitStream() {
+        case .admit:
+            admitted = true
+        case .refuse:
+            completed = true
+            context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
+        case .goAway:
+            completed = true
+            connection.streamLimitViolated()
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if admitted {
+            admitted = false
+            connection.streamClosed()
+        }
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -168,5 +256,30 @@ final class StreamHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
         }
         if streamID > connection.highestAnsweredStreamID { connection.highestAnsweredStreamID = streamID }
+    }
+}
+
+/// Watches the connection itself (behind the HTTP/2 handler): SETTINGS acknowledgements, which tell the fake
+/// which stream limit the client knows, and NIOHTTP2's own stream-limit error, which it raises once the client
+/// has acknowledged the limit and opens a stream over it.
+final class StreamLimitHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+
+    private let connection: ConnectionContext
+
+    init(connection: ConnectionContext) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .settings(.ack) = unwrapInboundIn(data).payload { connection.settingsAcknowledged() }
+        context.fireChannelRead(data)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // NIOHTTP2 has already sent GOAWAY(PROTOCOL_ERROR) without a reason and keeps the connection open; APNs
+        // names the reason and hangs up.
+        if error is NIOHTTP2Errors.MaxStreamsViolation { connection.streamLimitViolated() }
+        context.fireErrorCaught(error)
     }
 }

@@ -73,6 +73,8 @@ final class FakePushCore: Sendable {
     let issuedAccessTokens = Locked([String: IssuedAccessToken]())
     let fcmQuota = Locked(QuotaWindow())
     private let connectionCounter = Locked(0)
+    /// The most streams one connection has had open at once, over all connections.
+    let peakOpenStreams = Locked(0)
 
     /// An OAuth access token the fake issued.
     struct IssuedAccessToken: Sendable {
@@ -95,6 +97,11 @@ final class FakePushCore: Sendable {
     }
 
     var connectionsAccepted: Int { connectionCounter.withLock { $0 } }
+
+    /// A connection reached `count` open streams, more than it had before.
+    func notePeakOpenStreams(_ count: Int) {
+        peakOpenStreams.withLock { $0 = max($0, count) }
+    }
 
     /// The stream limit a connection advertises before it has shown its provider.
     var initialMaxConcurrentStreams: Int {

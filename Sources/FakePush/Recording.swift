@@ -103,6 +103,10 @@ struct RecordingState {
     var requests: [RecordedRequest] = []
     var received = 0
     var accepted = 0
+    /// Streams answered RST_STREAM(REFUSED_STREAM) for exceeding a limit the client had not acknowledged.
+    var refusedStreams = 0
+    /// Connections closed with GOAWAY for exceeding a limit the client had acknowledged.
+    var streamLimitViolations = 0
 }
 
 extension AcceptedPush {

@@ -74,9 +74,7 @@ public final class FakePushServer: Sendable {
                 return channel.configureHTTP2SecureUpgrade(
                     h2ChannelConfigurator: { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            let connection = ConnectionContext(
-                                id: core.nextConnectionID(), channel: channel,
-                                initialMaxConcurrentStreams: core.initialMaxConcurrentStreams)
+                            let connection = ConnectionContext(id: core.nextConnectionID(), channel: channel, core: core)
                             _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                                 mode: .server,
                                 connectionConfiguration: connectionConfiguration,
@@ -87,6 +85,7 @@ public final class FakePushServer: Sendable {
                                         StreamHandler(core: core, connection: connection))
                                 }
                             }
+                            try channel.pipeline.syncOperations.addHandler(StreamLimitHandler(connection: connection))
                         }
                     },
                     // ALPN chose http/1.1 or nothing: APNs refuses such clients at the connection stage.
@@ -179,6 +178,18 @@ public final class FakePushServer: Sendable {
 
     /// TLS connections that negotiated HTTP/2 so far.
     public var connectionCount: Int { core.connectionsAccepted }
+
+    /// Streams refused with RST_STREAM(REFUSED_STREAM) because they exceeded the advertised
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` before the client acknowledged it (APNs does this; libcurl 7.88 then
+    /// drops the connection and retries on a new one).
+    public var refusedStreamCount: Int { core.recording.withLock { $0.refusedStreams } }
+
+    /// Connections ended with GOAWAY (PROTOCOL_ERROR, "Maximum active streams violated for this endpoint.")
+    /// because the client opened a stream over a limit it had acknowledged.
+    public var streamLimitViolationCount: Int { core.recording.withLock { $0.streamLimitViolations } }
+
+    /// The most streams one connection has had open at once since the server started.
+    public var peakOpenStreams: Int { core.peakOpenStreams.withLock { $0 } }
 
     // MARK: Helpers
 

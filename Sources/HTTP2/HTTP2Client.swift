@@ -5,6 +5,13 @@ import Foundation
 /// connection, reused for the client's whole life, with at most `window` requests in flight (queuing
 /// far more than the server's concurrent-stream limit inside libcurl is slow).
 ///
+/// A new connection carries one request until it has answered. Until then the client cannot know the
+/// server's stream limit: the server's SETTINGS may still be on the way when libcurl sends, and APNs
+/// allows one stream until a valid provider token, refusing the others (REFUSED_STREAM). libcurl 7.88
+/// answers a refused stream by dropping the connection and retrying on a new one, so a full window on a
+/// new connection churns connections, which Apple treats as an attack, and gives up on some requests.
+/// The server's SETTINGS comes before its first answer, so after that answer libcurl keeps to the limit.
+///
 /// Thread rules: a client (its `CURLM` and the `CURL` handles it pools) is used from one thread at
 /// a time. It is not `Sendable`.
 public final class HTTP2Client {
@@ -15,8 +22,8 @@ public final class HTTP2Client {
         public var connectTimeout: Duration = .seconds(10)
         /// Per request, from being handed to libcurl to the last byte of the answer.
         public var requestTimeout: Duration = .seconds(30)
-        /// Requests in flight at once, per client. Keep it at or under the server's
-        /// SETTINGS_MAX_CONCURRENT_STREAMS (APNs ~1000, FCM ~100).
+        /// Requests in flight at once, per client, once every connection has answered (one before).
+        /// Keep it at or under the server's SETTINGS_MAX_CONCURRENT_STREAMS (APNs ~1000, FCM ~100).
         public var window: Int = 100
         /// Connections per host. One is what APNs asks for; more only for throughput.
         public var connectionsPerHost: Int = 1
@@ -31,8 +38,10 @@ public final class HTTP2Client {
     private let multi: UnsafeMutableRawPointer
     private var idle: [Transfer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    /// What libcurl's socket and timer callbacks tell the client.
+    /// What libcurl's socket, timer and open/close-socket callbacks tell the client.
     private let watch: SocketWatch
+    /// Requests in flight to a host with no connection that has answered yet (they open or wait for one).
+    private var unprovenRequests = 0
 
     /// Fails when libcurl was built without HTTP/2.
     public init(_ configuration: Configuration) throws {
@@ -86,7 +95,7 @@ public final class HTTP2Client {
     public func run(next: () -> HTTPRequest?, completed: (HTTPRequest, Result<HTTPResponse, HTTPTransportError>) -> Void) {
         var exhausted = false
         while true {
-            while !exhausted && active.count < configuration.window {
+            while !exhausted && active.count < currentWindow {
                 guard let request = next() else { exhausted = true; break }
                 start(request)
             }
@@ -97,7 +106,13 @@ public final class HTTP2Client {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
                 guard let transfer = active.removeValue(forKey: easy) else { continue }
+                // Which connection answered: libcurl knows it only until the handle is removed.
+                if code == CURLE_OK && watch.unansweredConnections > 0 { connectionAnswered(transfer) }
                 curl_multi_remove_handle(multi, easy)
+                if transfer.unproven {
+                    transfer.unproven = false
+                    unprovenRequests -= 1
+                }
                 let result = finish(transfer, code: code)
                 let request = transfer.request!
                 transfer.reset()
@@ -107,6 +122,20 @@ public final class HTTP2Client {
                 exhausted = false
             }
         }
+    }
+
+    /// `configuration.window`, or 1 while a connection has not answered or a request is on its way to a host
+    /// without an answered connection (no socket yet: libcurl opens it only once it runs the transfer).
+    private var currentWindow: Int {
+        watch.unansweredConnections == 0 && unprovenRequests == 0 ? configuration.window : 1
+    }
+
+    /// `transfer` got an answer: its connection (if libcurl still has it open) has now shown its settings.
+    private func connectionAnswered(_ transfer: Transfer) {
+        var socket = curl_socket_t(CCURL_SOCKET_BAD)
+        guard ccurl_easy_getinfo_socket(transfer.easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK,
+              socket != curl_socket_t(CCURL_SOCKET_BAD), let url = transfer.request?.url else { return }
+        watch.answered(socket, origin: HTTP2Client.originPrefix(url))
     }
 
     /// Waits for a socket libcurl watches to be ready, or for libcurl's timer, and lets libcurl act on it.
@@ -149,8 +178,12 @@ public final class HTTP2Client {
     }
 
     private func start(_ request: HTTPRequest) {
-        let transfer = idle.popLast() ?? Transfer(configuration: configuration)
+        let transfer = idle.popLast() ?? Transfer(configuration: configuration, watch: watch)
         transfer.prepare(request)
+        if !watch.hasAnsweredConnection(to: request.url) {
+            transfer.unproven = true
+            unprovenRequests += 1
+        }
         active[transfer.easy] = transfer
         curl_multi_add_handle(multi, transfer.easy)
     }
@@ -179,6 +212,28 @@ public final class HTTP2Client {
         return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
     }
 
+    /// `scheme://authority` of a URL as written (what comes before the path, query or fragment): the key of
+    /// the connection libcurl uses for it.
+    static func originPrefix(_ url: String) -> String {
+        let bytes = url.utf8
+        var index = bytes.startIndex
+        if let scheme = url.range(of: "://") { index = scheme.upperBound.samePosition(in: bytes) ?? index }
+        while index != bytes.endIndex, !isPathStart(bytes[index]) { index = bytes.index(after: index) }
+        return String(url[..<index])
+    }
+
+    /// Whether `url` begins with `origin` (from ``originPrefix(_:)``) and its path, query or fragment follows.
+    static func url(_ url: String, isOn origin: String) -> Bool {
+        let bytes = url.utf8
+        guard bytes.starts(with: origin.utf8) else { return false }
+        let rest = bytes.index(bytes.startIndex, offsetBy: origin.utf8.count)
+        return rest == bytes.endIndex || isPathStart(bytes[rest])
+    }
+
+    private static func isPathStart(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
+    }
+
     /// `https://host:port` of a URL, for messages (paths hold device tokens).
     static func origin(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return "?" }
@@ -186,8 +241,9 @@ public final class HTTP2Client {
     }
 }
 
-/// The sockets libcurl asked the client to watch (an epoll set) and the timer it asked for. A separate
-/// object so libcurl's callbacks never touch the client itself, not even while it is being torn down.
+/// The sockets libcurl asked the client to watch (an epoll set), the timer it asked for, and the connections
+/// it opened. A separate object so libcurl's callbacks never touch the client itself, not even while it is
+/// being torn down (curl_multi_cleanup closes the connections it kept, through the close-socket callback).
 final class SocketWatch {
     let epoll: Int32
     /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it set no timer.
@@ -195,8 +251,41 @@ final class SocketWatch {
     /// What one epoll_wait returned: sockets and their CURL_CSELECT_* masks.
     var readyFDs = [curl_socket_t](repeating: 0, count: 16)
     var readyMasks = [Int32](repeating: 0, count: 16)
+    /// The connections libcurl has open (a few: one per host), each with the origin it answered for, or nil
+    /// until its first answer.
+    private(set) var connections: [(socket: curl_socket_t, origin: String?)] = []
+    /// Connections that have not answered yet.
+    private(set) var unansweredConnections = 0
 
     init(epoll: Int32) { self.epoll = epoll }
+
+    /// libcurl opened a connection's socket.
+    func opened(_ socket: curl_socket_t) {
+        connections.append((socket, nil))
+        unansweredConnections += 1
+    }
+
+    /// libcurl closed a socket (a connection, or a connection attempt that lost or failed).
+    func closed(_ socket: curl_socket_t) {
+        guard let index = connections.firstIndex(where: { $0.socket == socket }) else { return }
+        if connections[index].origin == nil { unansweredConnections -= 1 }
+        connections.remove(at: index)
+    }
+
+    /// The connection on `socket` answered a request to `origin`.
+    func answered(_ socket: curl_socket_t, origin: String) {
+        guard let index = connections.firstIndex(where: { $0.socket == socket }), connections[index].origin == nil else { return }
+        connections[index].origin = origin
+        unansweredConnections -= 1
+    }
+
+    /// Whether a connection that has answered serves `url`'s host.
+    func hasAnsweredConnection(to url: String) -> Bool {
+        for connection in connections {
+            if let origin = connection.origin, HTTP2Client.url(url, isOn: origin) { return true }
+        }
+        return false
+    }
 }
 
 /// One pooled `CURL` easy handle and the buffers of its current request. The options that never
@@ -212,6 +301,8 @@ final class Transfer {
         let environment = ProcessInfo.processInfo.environment
         return ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
     }()
+    /// The request goes to a host without an answered connection (see ``HTTP2Client/currentWindow``).
+    var unproven = false
     var responseBody: [UInt8] = []
     var responseHeaders: [(String, String)] = []
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -219,7 +310,7 @@ final class Transfer {
     /// libcurl writes error details here during the transfer, so it must outlive every call: heap memory.
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-    init(configuration: HTTP2Client.Configuration) {
+    init(configuration: HTTP2Client.Configuration, watch: SocketWatch) {
         easy = curl_easy_init()!
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -254,6 +345,23 @@ final class Transfer {
             return length
         }
         ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+        // libcurl makes and closes connection sockets through the client, which so learns when a connection is
+        // new (one request until it answers). libcurl keeps these callbacks with the connection and calls the
+        // close one from curl_multi_cleanup too: the watch outlives it.
+        let watchContext = Unmanaged.passUnretained(watch).toOpaque()
+        ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, watchContext)
+        ccurl_easy_setopt_opensocket_function(easy) { context, purpose, address in
+            let socket = ccurl_open_socket(address!)
+            if socket >= 0 && purpose == CURLSOCKTYPE_IPCXN {
+                Unmanaged<SocketWatch>.fromOpaque(context!).takeUnretainedValue().opened(socket)
+            }
+            return socket
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, watchContext)
+        ccurl_easy_setopt_closesocket_function(easy) { context, socket in
+            Unmanaged<SocketWatch>.fromOpaque(context!).takeUnretainedValue().closed(socket)
+            return close(socket)
+        }
     }
 
     deinit {

@@ -68,14 +68,18 @@ import TestSupport
     }
 
     @Test func pushesInFlightWithTheExpiredTokenAreSentAgainWithTheOneFreshToken() throws {
-        _ = try pendingAPNsDeliveries(5)
+        _ = try pendingAPNsDeliveries(6)
         clock.advance(25 * 60)
-        // All five go out with the old token and all five are told it expired.
+        // A new connection carries one push until it has answered: the first is answered 500 (before the fake
+        // looks at its token, so the connection has seen none). Then the other five go out together with the
+        // old token and all five are told it expired.
+        push.server.inject(.status500, count: 1)
         push.server.inject(.expiredProviderToken, count: 5)
         let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "one fresh token serves all: \(report.brokenProviders)")
         #expect(report.sent == 5)
+        #expect(report.retried == 1, "the first, answered 500")
         let sent = push.server.requests().filter { $0.provider == .apns }
         #expect(sent.filter { $0.status == 403 }.count == 5)
         #expect(sent.filter { $0.status == 200 }.count == 5)

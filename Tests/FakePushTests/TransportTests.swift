@@ -56,6 +56,29 @@ import TestSupport
         #expect(details.contains(#"{"reason":"Shutdown"}"#))
     }
 
+    @Test func aStreamOverTheLimitBeforeTheSettingsAckIsRefused() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 1 }
+        let events = try rawHTTP2(harness, acknowledgeSettings: false)
+        #expect(events.contains("SETTINGS max_concurrent_streams=1"))
+        #expect(events.contains("RST_STREAM stream=3 error=7"), "REFUSED_STREAM (0x7): \(events)")
+        #expect(events.contains("HEADERS stream=1"), "the first stream is still answered: \(events)")
+        #expect(!events.contains { $0.hasPrefix("GOAWAY") })
+        #expect(harness.server.refusedStreamCount == 1)
+        #expect(harness.server.streamLimitViolationCount == 0)
+        #expect(harness.server.requests().count == 1)
+    }
+
+    @Test func aStreamOverAnAcknowledgedLimitEndsTheConnectionWithGoaway() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 1 }
+        let events = try rawHTTP2(harness, acknowledgeSettings: true)
+        #expect(events.contains("GOAWAY last_stream_id=0 error=1 Maximum active streams violated for this endpoint."),
+                "PROTOCOL_ERROR (0x1) with APNs' text: \(events)")
+        #expect(events.last == "EOF", "the connection is closed: \(events)")
+        #expect(!events.contains { $0.hasPrefix("RST_STREAM") || $0.hasPrefix("HEADERS") })
+        #expect(harness.server.streamLimitViolationCount == 1)
+        #expect(harness.server.refusedStreamCount == 0)
+    }
+
     @Test func stopClosesThePortAndCanBeCalledTwice() throws {
         let harness = try Harness()
         let before = try harness.curl(.apns(Tokens.apns(), jwt: try harness.apnsJWT()))
@@ -98,6 +121,89 @@ import TestSupport
             }
         }
         return limits
+    }
+
+    /// Opens two APNs streams at once on a fresh connection, speaking HTTP/2 frame by frame (nghttp and curl
+    /// keep to the server's limit once they know it; this client does not). Stream 1 stays open (its body is
+    /// sent only after stream 3), so stream 3 is the second open stream. With `acknowledgeSettings` false both go
+    /// out before the server's SETTINGS is even read; with true the client first acknowledges it. Returns what
+    /// the server sent, one line per frame (`SETTINGS max_concurrent_streams=N`, `RST_STREAM stream=N error=N`,
+    /// `HEADERS stream=N`, `GOAWAY last_stream_id=N error=N <debug data>`), and `EOF` when the server closed
+    /// the connection (`TIMEOUT` after 5 s of silence), unless stream 1 was answered first.
+    private func rawHTTP2(_ harness: Harness, acknowledgeSettings: Bool) throws -> [String] {
+        let script = #"""
+        import socket, ssl, struct, sys
+        port, ca, token, ack = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), sys.argv[4] == "1"
+        context = ssl.create_default_context(cafile=ca)
+        context.set_alpn_protocols(["h2"])
+        sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+        sock.settimeout(5)
+        def frame(kind, flags, stream, payload=b""):
+            return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+        def field(name, value):  # HPACK literal without indexing, new name, no Huffman
+            return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+        def headers(stream, end_stream):
+            block = (field(b":method", b"POST") + field(b":scheme", b"https") + field(b":authority", b"127.0.0.1")
+                     + field(b":path", b"/3/device/" + token))
+            return frame(1, 0x4 | (0x1 if end_stream else 0), stream, block)
+        pending = b""
+        def read_frame():
+            global pending
+            while len(pending) < 9 or len(pending) < 9 + int.from_bytes(pending[:3], "big"):
+                try:
+                    data = sock.recv(65536)
+                except socket.timeout:
+                    return "TIMEOUT"
+                except ConnectionError:
+                    data = b""
+                if not data:
+                    return "EOF"
+                pending += data
+            length = int.from_bytes(pending[:3], "big")
+            kind, flags, stream = pending[3], pending[4], int.from_bytes(pending[5:9], "big") & 0x7FFFFFFF
+            payload, pending = pending[9:9 + length], pending[9 + length:]
+            return kind, flags, stream, payload
+        def report(kind, flags, stream, payload):
+            if kind == 4 and not flags & 1:
+                for i in range(0, len(payload), 6):
+                    if int.from_bytes(payload[i:i + 2], "big") == 3:
+                        print("SETTINGS max_concurrent_streams=%d" % int.from_bytes(payload[i + 2:i + 6], "big"))
+            elif kind == 3:
+                print("RST_STREAM stream=%d error=%d" % (stream, int.from_bytes(payload[:4], "big")))
+            elif kind == 1:
+                print("HEADERS stream=%d" % stream)
+            elif kind == 7:
+                print("GOAWAY last_stream_id=%d error=%d %s" % (int.from_bytes(payload[:4], "big") & 0x7FFFFFFF,
+                      int.from_bytes(payload[4:8], "big"), payload[8:].decode()))
+            sys.stdout.flush()
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
+        if ack:
+            while True:
+                received = read_frame()
+                if isinstance(received, str):
+                    sys.exit("no SETTINGS from the server: " + received)
+                report(*received)
+                if received[0] == 4 and not received[1] & 1:
+                    break
+            sock.sendall(frame(4, 1, 0))
+        sock.sendall(headers(1, False) + headers(3, True))
+        body_sent = False
+        while True:
+            received = read_frame()
+            if isinstance(received, str):
+                print(received)
+                break
+            report(*received)
+            if received[0] == 3 and received[2] == 3 and not body_sent:
+                # Stream 3 was refused: finish stream 1, which must still be answered.
+                sock.sendall(frame(0, 1, 1, b'{"aps":{}}'))
+                body_sent = True
+            if received[0] == 1 and received[2] == 1:
+                break
+        """#
+        let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, String(harness.server.port), harness.caPath,
+                                                                 Tokens.apns(), acknowledgeSettings ? "1" : "0"], timeout: 30)
+        return result.stdout.split(separator: "\n").map(String.init)
     }
 
     /// Runs `nghttp -v` (POST, body `{}`) against the fake and returns what it printed.

@@ -11,7 +11,8 @@ import TestSupport
 
     init() throws { push = try PushEnvironment() }
 
-    func apnsRequests(_ count: Int) throws -> [HTTPRequest] {
+    func apnsRequests(_ count: Int, to push: PushEnvironment? = nil) throws -> [HTTPRequest] {
+        let push = push ?? self.push
         let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
         let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL, sandboxEndpoint: push.server.baseURL)
         return (0..<count).map { i in
@@ -51,6 +52,30 @@ import TestSupport
         #expect(failures.isEmpty, "a stream over the server's limit is refused: \(failures.prefix(3))")
         #expect(push.server.requests().count == 200)
         #expect(Set(push.server.requests().map(\.connectionID)).count == 1, "waited for a free stream, no second connection")
+    }
+
+    @Test func aNewConnectionCarriesOneStreamUntilItsFirstAnswer() throws {
+        // APNs advertises one stream until a valid provider token and refuses streams over its limit before the
+        // client has acknowledged it. libcurl answers a refused stream by dropping the connection and retrying on a
+        // new one, so a client that fills its window on a new connection churns connections (Apple treats rapid
+        // connect/disconnect as an attack) and gives up on some pushes. Whether the server's SETTINGS arrives
+        // before libcurl sends is a race on loopback (never over a real network), so several clients each start
+        // a connection.
+        let push = try PushEnvironment { $0.initialMaxConcurrentStreams = 1 }
+        let clients = 5
+        for _ in 0..<clients {
+            let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 100))
+            let results = client.send(try apnsRequests(150, to: push))
+            let failures = results.filter { (try? $0.get().status) != 200 }
+            #expect(failures.isEmpty, "\(failures.count) of 150 not answered 200, e.g. \(failures.prefix(2))")
+        }
+        #expect(push.server.acceptedCount == 150 * clients)
+        #expect(push.server.connectionCount == clients, "one connection per client, not one per refused stream")
+        #expect(Set(push.server.requests().map(\.connectionID)).count == clients)
+        #expect(push.server.refusedStreamCount == 0)
+        #expect(push.server.streamLimitViolationCount == 0)
+        // After the first answer the window opens: the rest are multiplexed, not sent one by one.
+        #expect(push.server.peakOpenStreams > 1)
     }
 
     @Test func tlsVerificationIsAlwaysOn() throws {
