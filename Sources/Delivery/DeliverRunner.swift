@@ -51,6 +51,7 @@ public enum DeliverRunner {
         JobEnvelope.run("push-deliver", dryRun: options.dryRun, logLevel: options.logLevel, writes: !options.dryRun) { run in
             let url = JobDatabase.url(flag: options.databaseURL)
             let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
+            connection.preparesStatements = true // the claim and the outcome statements run batch after batch
             try Schema.check(connection)
             let settings = try PushSettings.load(options.delivery)
             if options.dryRun {
@@ -96,6 +97,8 @@ public enum DeliverRunner {
                 workerLogger[metadataKey: "worker"] = "\(index + 1)"
                 do {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
+                    connection.preparesStatements = true
+            connection.preparesStatements = true // the claim and the outcome statements run batch after batch
                     results.add(.success(try drain(connection, settings: settings, options: options, logger: workerLogger)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))

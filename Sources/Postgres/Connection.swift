@@ -7,6 +7,12 @@ import Foundation
 /// at a time; open one per concurrent worker. It is deliberately not `Sendable`.
 public final class Connection {
     private let handle: OpaquePointer
+    /// When true, each distinct statement is prepared on first use and executed by name after that: the
+    /// server parses and plans it once per session instead of every time. For the loops that run the same
+    /// few statements thousands of times (event-notify, push-deliver); a one-off job gains nothing.
+    public var preparesStatements = false
+    /// Prepared statements of this session, by SQL text.
+    private var prepared: [String: String] = [:]
 
     /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
     /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
@@ -56,8 +62,10 @@ public final class Connection {
     /// Runs a statement and returns all of its rows.
     @discardableResult
     public func query(_ query: Query) throws -> QueryResult {
+        let name = try preparedName(query)
         let result = try withParameters(query.parameters) { count, values in
-            PQexecParams(handle, query.sql, count, nil, values, nil, nil, 0)
+            if let name { return PQexecPrepared(handle, name, count, values, nil, nil, 0) }
+            return PQexecParams(handle, query.sql, count, nil, values, nil, nil, 0)
         }
         return QueryResult(try check(result))
     }
@@ -74,8 +82,10 @@ public final class Connection {
     /// With `binary`, rows come in PostgreSQL's binary format: the server formats nothing and the
     /// decoders parse nothing (columns must be of the types `PostgresDecodable` reads in binary).
     public func stream(_ query: Query, binary: Bool = false, _ body: (Row) throws -> Void) throws {
+        let name = try preparedName(query)
         let sent = try withParameters(query.parameters) { count, values in
-            PQsendQueryParams(handle, query.sql, count, nil, values, nil, nil, binary ? 1 : 0)
+            if let name { return PQsendQueryPrepared(handle, name, count, values, nil, nil, binary ? 1 : 0) }
+            return PQsendQueryParams(handle, query.sql, count, nil, values, nil, nil, binary ? 1 : 0)
         }
         guard sent == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
         guard PQsetSingleRowMode(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
@@ -157,6 +167,17 @@ public final class Connection {
     }
 
     // MARK: - libpq plumbing
+
+    /// The name `query`'s statement is prepared under (preparing it now if it is new), or nil when this
+    /// connection does not prepare statements.
+    private func preparedName(_ query: Query) throws -> String? {
+        guard preparesStatements else { return nil }
+        if let name = prepared[query.sql] { return name }
+        let name = "s\(prepared.count + 1)"
+        PQclear(try check(PQprepare(handle, name, query.sql, Int32(query.parameters.count), nil)))
+        prepared[query.sql] = name
+        return name
+    }
 
     private var errorMessage: String { Connection.trimmed(PQerrorMessage(handle)) }
 

@@ -159,7 +159,10 @@ public struct EventNotifyRunner {
         }
     }
 
+    /// The same few statements run for every batch: prepared once per connection (`preparesStatements`).
     private func connect() throws -> Connection {
-        try JobDatabase.connect(url: options.resolvedDatabaseURL, name: Self.job, statementTimeout: options.statementTimeout)
+        let connection = try JobDatabase.connect(url: options.resolvedDatabaseURL, name: Self.job, statementTimeout: options.statementTimeout)
+        connection.preparesStatements = true
+        return connection
     }
 }
