@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         // Only the local fake providers (tests, demo, benchmarks) use SwiftNIO; the jobs send through libcurl.
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.35.0"),
@@ -42,6 +43,7 @@ let package = Package(
             "Postgres", "TextCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The schema migrations and the `migrate` command's body.
         .target(name: "Migrations", dependencies: ["JobKit", "Postgres", "TextCoding"]),

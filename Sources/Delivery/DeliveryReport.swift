@@ -1,3 +1,4 @@
+import Push
 import TextCoding
 
 /// What one delivery run did, for the summary line and the log.
@@ -19,6 +20,23 @@ public struct DeliveryReport: Sendable {
     public var stoppedBy: String?
     /// Claimed but not sent when the stop came: released at once for the next run, no attempt burned.
     public var released = 0
+    /// The final outcomes by provider ("apns" → "sent" → 3), for the metrics.
+    public var byProvider: [String: [String: Int]] = [:]
+
+    /// What happened to one delivery.
+    public enum Outcome: String, Sendable { case sent, retried, failed, dead, expired }
+
+    /// Counts one delivery's outcome, in the totals and by its provider.
+    mutating func count(_ outcome: Outcome, _ provider: PushTarget.Provider) {
+        switch outcome {
+        case .sent: sent += 1
+        case .retried: retried += 1
+        case .failed: failed += 1
+        case .dead: dead += 1
+        case .expired: expired += 1
+        }
+        byProvider[provider.rawValue, default: [:]][outcome.rawValue, default: 0] += 1
+    }
 
     public init() {}
 
@@ -34,6 +52,7 @@ public struct DeliveryReport: Sendable {
         held += other.held
         released += other.released
         stoppedBy = stoppedBy ?? other.stoppedBy
+        for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
         unavailableProviders.merge(other.unavailableProviders) { first, _ in first }
     }
@@ -48,6 +67,15 @@ public struct DeliveryReport: Sendable {
         writer.add("expired", expired)
         writer.add("tokens_retired", tokensRetired)
         writer.add("held", held)
+        if !byProvider.isEmpty {
+            var providers = JSONWriter()
+            for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
+                var outcomes = JSONWriter()
+                for (outcome, count) in counts.sorted(by: { $0.key < $1.key }) { outcomes.add(outcome, count) }
+                providers.add(provider, json: outcomes.json)
+            }
+            writer.add("by_provider", json: providers.json)
+        }
         if !brokenProviders.isEmpty { writer.add("broken_providers", strings: brokenProviders.keys.sorted()) }
         if let stoppedBy {
             writer.add("stopped_by", stoppedBy)

@@ -130,7 +130,7 @@ public final class OutboxEngine {
                         attempts: claimed.attempts + (sent ? 1 : 0))
         recorder.retire(tokenID: claimed.tokenID, reason: reason, since: since, deliveryID: claimed.deliveryID)
         retiredTokens.insert(claimed.tokenID)
-        report.failed += 1
+        report.count(.failed, claimed.target.provider)
         logger.info("\(claimed.target.provider.rawValue): token \(claimed.target.redacted) retired: \(reason)")
     }
 
@@ -201,13 +201,13 @@ public final class OutboxEngine {
         for claimed in batch {
             if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                 recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
-                report.failed += 1
+                report.count(.failed, claimed.target.provider)
             } else if let malformation = claimed.target.malformation {
                 // Never sent, never a reason to stop the provider: this token alone is retired.
                 retire(claimed, reason: "malformed token: \(malformation)", status: nil, since: nil, sent: false, recorder: recorder, report: &report)
             } else if let expiry = claimed.message.expiresAt, expiry <= now {
                 recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
-                report.expired += 1
+                report.count(.expired, claimed.target.provider)
             } else {
                 byID[claimed.deliveryID] = claimed
                 queue.append(claimed)
@@ -256,7 +256,7 @@ public final class OutboxEngine {
                 }
                 if retiredTokens.contains(claimed.tokenID) {
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
-                    report.failed += 1
+                    report.count(.failed, claimed.target.provider)
                     continue
                 }
                 let request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
@@ -284,7 +284,7 @@ public final class OutboxEngine {
             switch outcome {
             case .delivered(let messageID):
                 recorder.settle(claimed, state: "sent", event: "sent", error: nil, status: status, messageID: messageID, attempts: attempt)
-                report.sent += 1
+                report.count(.sent, claimed.target.provider)
                 let key = OutboxEngine.suspectKey(claimed.target)
                 if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
@@ -292,12 +292,12 @@ public final class OutboxEngine {
             case .retry(let after, let reason):
                 if attempt >= maxAttempts {
                     recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
-                    report.dead += 1
+                    report.count(.dead, claimed.target.provider)
                 } else {
                     let delay = backoff.delay(afterAttempt: attempt, atLeast: after)
                     recorder.settle(claimed, state: "retrying", event: "retried", error: reason, status: status, attempts: attempt,
                                     nextAttempt: Date().addingTimeInterval(delay))
-                    report.retried += 1
+                    report.count(.retried, claimed.target.provider)
                 }
             case .tokenDead(let reason, let since):
                 let key = OutboxEngine.suspectKey(claimed.target)
@@ -321,7 +321,7 @@ public final class OutboxEngine {
                 }
             case .rejected(let reason):
                 recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)
-                report.dead += 1
+                report.count(.dead, claimed.target.provider)
             case .credentialsBroken(let reason):
                 if live.contains(claimed.target.provider) {
                     live.remove(claimed.target.provider)

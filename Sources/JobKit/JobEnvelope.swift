@@ -23,6 +23,7 @@ public enum JobEnvelope {
         }
         if run.stoppedBy != nil && run.outcome != "failed" { run.outcome = "stopped" }
         run.finishRecord()
+        if writes { run.publishMetrics(duration: clock.now - started) }
         Output.line(run.summaryLine(duration: clock.now - started))
         Output.flush()
         StopRequest.shared.endIfRequested()

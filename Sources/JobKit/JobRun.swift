@@ -97,9 +97,41 @@ public final class JobRun {
         logger.error("\(failure.message)")
     }
 
+    /// The outbox's due deliveries when the run ended (for the metrics), read on the run's connection.
+    public private(set) var backlog: (due: Int, oldestDueAge: Double)?
+
+    /// Reads the outbox's due backlog on the run's connection, for the metrics.
+    public func measureBacklog() {
+        guard let connection = recorder else { return }
+        do {
+            let row = try connection.query("""
+                SELECT count(*)::int, coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float8
+                  FROM deliveries WHERE state IN ('pending', 'retrying') AND next_attempt_at <= now()
+                """).first!
+            backlog = (try row.decode(0), try row.decode(1))
+        } catch {
+            logger.warning("could not read the delivery backlog for the metrics: \(error)")
+        }
+    }
+
+    /// Writes the run's metrics to `$METRICS_DIR` (if set), as they stand now. The envelope calls it when a
+    /// writing run ends; a long-running job may call it as it goes (`outcome` "running").
+    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil) {
+        guard !dryRun, let file = MetricsFile.fromEnvironment(job: job) else { return }
+        let exitCode = StopRequest.shared.exitCode(status)
+        do {
+            try file.write(MetricsFile.Snapshot(finishedAt: Date(), succeeded: succeeded ?? (exitCode == 0 && stoppedBy == nil),
+                                                outcome: outcome ?? self.outcome, exitCode: exitCode, duration: duration,
+                                                summaryJSON: counts().json, backlog: backlog))
+        } catch {
+            logger.error("could not write the metrics to \(file.path): \(error)")
+        }
+    }
+
     /// Writes the end of the run into its row and releases its lock (a failure is logged, not fatal).
     public func finishRecord() {
         guard let connection = recorder, let runID else { return }
+        measureBacklog()
         recorder = nil
         guard outcome != "skipped" else {
             _ = try? connection.execute("UPDATE job_runs SET finished_at = now(), error = \(message) WHERE id = \(runID)")

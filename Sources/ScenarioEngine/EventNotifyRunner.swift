@@ -67,6 +67,8 @@ public struct EventNotifyRunner {
         var connection: Connection? = nil
         var reconnectDelay = 1.0
         var lastPrune: ContinuousClock.Instant? = nil
+        var lastMetrics: ContinuousClock.Instant? = nil
+        let started = ContinuousClock.now
         while !stop.isRequested {
             do {
                 let database: Connection
@@ -87,6 +89,12 @@ public struct EventNotifyRunner {
                     events += taken
                     logger.debug("\(taken) events processed")
                     try deliver(run: run, connection: database, summary: &summary)
+                }
+                // A service never ends: its metrics say it is alive and well every 15 s (last success: now).
+                if lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
+                    run.measureBacklog()
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "running", succeeded: true)
+                    lastMetrics = ContinuousClock.now
                 }
                 if lastPrune.map({ ContinuousClock.now - $0 > .seconds(600) }) ?? true {
                     try prune(database, logger: logger)

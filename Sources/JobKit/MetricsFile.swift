@@ -1,0 +1,97 @@
+import Foundation
+import Prometheus
+
+/// A run's Prometheus metrics for node_exporter's textfile collector: `$METRICS_DIR/mentor-push-<job>.prom`,
+/// written to a temporary file in the same folder and renamed over the old one, so the collector never
+/// reads half a file. The exposition format comes from swift-prometheus; the figures from the run's
+/// summary (the same members as the JSON summary line), so every job reports the same way.
+///
+/// `mentor_push_last_success_timestamp_seconds` is what to alert on ("no success in twice the period"):
+/// a run that fails keeps the previous file's value, so the alert sees the last real success.
+public struct MetricsFile {
+    public let directory: String
+    public let job: String
+
+    /// From `METRICS_DIR`, or nil when it is not set.
+    public static func fromEnvironment(job: String, _ environment: [String: String] = ProcessInfo.processInfo.environment) -> MetricsFile? {
+        guard let directory = environment["METRICS_DIR"], !directory.isEmpty else { return nil }
+        return MetricsFile(directory: directory, job: job)
+    }
+
+    public var path: String { (directory as NSString).appendingPathComponent("mentor-push-\(job).prom") }
+
+    /// What one snapshot reports.
+    public struct Snapshot {
+        public var finishedAt: Date
+        public var succeeded: Bool
+        public var outcome: String
+        public var exitCode: Int
+        public var duration: Duration
+        /// The run's summary members (`JobRun.counts`), as JSON.
+        public var summaryJSON: String
+        public var backlog: (due: Int, oldestDueAge: Double)?
+    }
+
+    /// Writes the file for `snapshot`. A failure to write is the caller's to log: metrics never fail a run.
+    public func write(_ snapshot: Snapshot) throws {
+        let registry = PrometheusCollectorRegistry()
+        let job = [("job", self.job)]
+        func gauge(_ name: String, _ value: Double, _ help: String, _ labels: [(String, String)] = []) {
+            registry.makeGauge(name: "mentor_push_" + name, labels: job + labels, help: help).set(value)
+        }
+        let finished = snapshot.finishedAt.timeIntervalSince1970
+        gauge("last_run_timestamp_seconds", finished, "When the job's last run ended.")
+        if let success = snapshot.succeeded ? finished : previousSuccess() {
+            gauge("last_success_timestamp_seconds", success, "When the job last ended with exit code 0: alert when older than twice its period.")
+        }
+        gauge("last_run_duration_seconds", Double(snapshot.duration.components.seconds) + Double(snapshot.duration.components.attoseconds) / 1e18,
+              "How long the last run took.")
+        gauge("last_run_exit_code", Double(snapshot.exitCode), "The last run's exit code (sysexits; 128 + n after a signal).")
+        gauge("last_run_outcome", 1, "The last run's outcome (ok, partial, failed, stopped, running …).", [("outcome", snapshot.outcome)])
+
+        let summary = (try? JSONSerialization.jsonObject(with: Data(snapshot.summaryJSON.utf8))) as? [String: Any] ?? [:]
+        for (key, help) in [("candidates", "Candidates the last run considered."), ("notified", "People the last run notified."),
+                            ("inbox_rows", "Inbox rows the last run stored."), ("deliveries", "Pushes the last run queued."),
+                            ("events", "Events the run processed.")] {
+            if let value = summary[key] as? Int { gauge("last_run_\(key)", Double(value), help) }
+        }
+        for (reason, count) in (summary["suppressed"] as? [String: Int] ?? [:]).sorted(by: { $0.key < $1.key }) {
+            gauge("last_run_suppressed", Double(count), "Candidates the last run did not notify, by reason.", [("reason", reason)])
+        }
+        if let push = summary["push"] as? [String: Any] {
+            for (provider, outcomes) in (push["by_provider"] as? [String: [String: Int]] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                for (outcome, count) in outcomes.sorted(by: { $0.key < $1.key }) {
+                    gauge("last_run_pushes", Double(count), "Deliveries the last run finished, by provider and outcome.",
+                          [("provider", provider), ("outcome", outcome)])
+                }
+            }
+            if let retired = push["tokens_retired"] as? Int { gauge("last_run_tokens_retired", Double(retired), "Device tokens the last run retired.") }
+        }
+        if let backlog = snapshot.backlog {
+            gauge("delivery_backlog_due", Double(backlog.due), "Deliveries due now (pending or retrying, their time come), when the run ended.")
+            gauge("delivery_backlog_oldest_due_age_seconds", backlog.oldestDueAge, "How long the oldest due delivery has been due, when the run ended.")
+        }
+
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let temporary = path + ".\(getpid()).tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, NSLocalizedDescriptionKey: reason])
+        }
+    }
+
+    /// `last_success_timestamp_seconds` from the file the last run wrote, if it has one.
+    func previousSuccess() -> Double? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("mentor_push_last_success_timestamp_seconds{") {
+            return line.split(separator: " ").last.flatMap { Double($0) }
+        }
+        return nil
+    }
+}

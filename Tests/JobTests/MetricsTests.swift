@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Each writing run leaves Prometheus text metrics for node_exporter's textfile collector in `METRICS_DIR`.
+@Suite struct MetricsTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let directory: URL
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+    }
+
+    func metrics(_ job: String) throws -> [String: Double] {
+        let text = try String(contentsOf: directory.appendingPathComponent("mentor-push-\(job).prom"), encoding: .utf8)
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ")
+            values[String(parts[0])] = Double(parts[1])
+        }
+        return values
+    }
+
+    @Test func aRunWritesWhatItDidAndALaterFailureKeepsTheLastSuccess() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let org = try f.organization("Org")
+        try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        try f.mentor(org, "Ola", lastActivityDaysAgo: 20)
+        try f.preferences(try f.mentor(org, "Per", lastActivityDaysAgo: 20), master: false)
+        let environment = ["METRICS_DIR": directory.path]
+        let started = Date().timeIntervalSince1970
+        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: environment).status == 0)
+        let first = try metrics("inactivity-check")
+        let job = #"{job="inactivity-check"}"#
+        let success = try #require(first["mentor_push_last_success_timestamp_seconds\(job)"])
+        #expect(success >= started - 1 && success <= Date().timeIntervalSince1970 + 1)
+        #expect(first["mentor_push_last_run_notified\(job)"] == 2)
+        #expect(first["mentor_push_last_run_suppressed{job=\"inactivity-check\",reason=\"push_disabled\"}"] == 1)
+        #expect(first["mentor_push_last_run_exit_code\(job)"] == 0)
+        #expect(first["mentor_push_delivery_backlog_due\(job)"] == 2, "Kari's and Ola's pushes wait for push-deliver")
+        #expect(first["mentor_push_last_run_outcome{job=\"inactivity-check\",outcome=\"ok\"}"] == 1)
+
+        // A failing run (an organization's settings are invalid: 78) updates the run, not the success.
+        try f.rule(org, settings: #"{"threshold_days": "fourteen"}"#)
+        Thread.sleep(forTimeInterval: 1.1)
+        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: environment).status == 78)
+        let second = try metrics("inactivity-check")
+        #expect(second["mentor_push_last_success_timestamp_seconds\(job)"] == success)
+        #expect(second["mentor_push_last_run_exit_code\(job)"] == 78)
+        #expect(try #require(second["mentor_push_last_run_timestamp_seconds\(job)"]) > success)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["mentor-push-inactivity-check.prom"],
+                "written to a temporary file and renamed: nothing else left behind")
+    }
+
+    @Test func aDryRunWritesNoMetrics() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"], environment: ["METRICS_DIR": directory.path]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("mentor-push-inactivity-check.prom").path))
+    }
+}
