@@ -25,4 +25,35 @@ import TestSupport
         let timer = try String(contentsOf: dir.appendingPathComponent("mentor-push-overdue-digest.timer"), encoding: .utf8)
         #expect(timer.contains("Unit=mentor-push@overdue-digest.service"))
     }
+
+    /// What operators install passes systemd's own checks: `systemd-analyze verify` (syntax, known keys,
+    /// the executable exists) and `systemd-analyze security` at an exposure of 2.0 or less, for the
+    /// template as every job's instance, every timer, and event-notify's service.
+    @Test func everyUnitVerifiesAndIsHardened() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("units-verify-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try ProcessRunner.run(Paths.script("units"), [dir.path]).status == 0)
+        try FileManager.default.copyItem(at: Paths.root.appendingPathComponent("jobs/mentor-push-event-notify.service"),
+                                         to: dir.appendingPathComponent("mentor-push-event-notify.service"))
+        // The units run /usr/local/bin/<job>; here, the executables this build made.
+        let built = URL(fileURLWithPath: Paths.executable("event-notify")).deletingLastPathComponent().path
+        for file in try FileManager.default.contentsOfDirectory(atPath: dir.path) where file.hasSuffix(".service") {
+            let url = dir.appendingPathComponent(file)
+            let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/", with: built + "/")
+            try text.write(to: url, atomically: true, encoding: .utf8)
+        }
+        let timers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".timer") }.sorted()
+        #expect(timers.count >= 5)
+        let services = timers.map { "mentor-push@" + $0.dropFirst("mentor-push-".count).dropLast(".timer".count) + ".service" }
+            + ["mentor-push-event-notify.service"]
+        for unit in timers + services {
+            let path = dir.appendingPathComponent(unit).path
+            let verify = try ProcessRunner.run("/usr/bin/systemd-analyze", ["verify", path])
+            #expect(verify.status == 0 && verify.stderr.isEmpty, "\(unit): \(verify.stderr)")
+            guard unit.hasSuffix(".service") else { continue }
+            let security = try ProcessRunner.run("/usr/bin/systemd-analyze", ["security", "--offline=true", "--threshold=20", path])
+            let exposure = security.stdout.split(separator: "\n").last { $0.contains("Overall exposure level") } ?? "?"
+            #expect(security.status == 0, "\(unit): exposure above 2.0: \(exposure)")
+        }
+    }
 }
