@@ -147,6 +147,8 @@ public final class OutboxEngine {
         /// is still this engine's when its outcome is written. A row whose lease ran out and was claimed
         /// again has another value, and this engine's late outcome for it is not written.
         var lease: String
+        /// When the app last registered the token: a 410 older than this does not retire it.
+        var tokenLastSeen: Date
     }
 
     func claim(scope: Scope, providers: Set<PushTarget.Provider>) throws -> [Claimed] {
@@ -170,7 +172,7 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL),
-                      d.next_attempt_at::text
+                      d.next_attempt_at::text, t.last_seen_at
             """)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -181,7 +183,7 @@ public final class OutboxEngine {
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self)),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
-                lease: try row.decode(14))
+                lease: try row.decode(14), tokenLastSeen: try row.decode(15))
         }
     }
 
@@ -299,6 +301,13 @@ public final class OutboxEngine {
                                     nextAttempt: Date().addingTimeInterval(delay))
                     report.count(.retried, claimed.target.provider)
                 }
+            case .tokenDead(let reason, let since?) where since < claimed.tokenLastSeen:
+                // APNs's 410 says the token stopped working at `since`, but the app registered it again after
+                // that: the token is kept, and only this push is given up.
+                let why = "\(reason) as of \(Timestamp.iso8601(since)), but the app registered the token again since (\(Timestamp.iso8601(claimed.tokenLastSeen))): token kept"
+                recorder.settle(claimed, state: "failed", event: "failed", error: why, status: status, attempts: attempt)
+                report.count(.failed, claimed.target.provider)
+                logger.info("\(claimed.target.provider.rawValue): token \(claimed.target.redacted) kept: \(why)")
             case .tokenDead(let reason, let since):
                 let key = OutboxEngine.suspectKey(claimed.target)
                 guard OutboxEngine.suspectReasons.contains(reason), !confirmed.contains(key) else {

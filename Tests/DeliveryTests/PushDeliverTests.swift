@@ -150,10 +150,17 @@ import TestSupport
         let device = try f.device(user, provider: "apns")
         // APNs says the token stopped working long ago; the app has registered it again since.
         push.server.setToken(device.token, .unregistered(timestampMilliseconds: 1_700_000_000_000))
-        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: push.variables).status == 0)
+        let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(result.status == 0)
         let retired: Bool = try f.connection.query("SELECT retired_at IS NOT NULL FROM device_tokens WHERE id = \(device.id)").first!.decode(0)
         #expect(!retired)
-        #expect(try delivery(token: device.token).state == "failed")
+        let d = try delivery(token: device.token)
+        #expect(d.state == "failed")
+        #expect(d.error?.contains("registered the token again since") == true, "\(String(describing: d.error))")
+        let events: [String] = try f.connection.query("SELECT event FROM delivery_events ORDER BY id").map { try $0.decode(0) }
+        #expect(events == ["failed"], "no 'retired' event for a token that was kept")
+        #expect(!result.stderr.contains("retired: Unregistered"), "the log does not say it was retired: \(result.stderr)")
+        #expect(result.stderr.contains("kept"))
     }
 
     @Test func whenEveryTokenIsBadDeviceTokenTheConfigurationIsSuspectedAndNoTokenIsRetired() throws {
