@@ -4,12 +4,13 @@
 #   make bench-plan  every scenario job's --dry-run against 100k and 1M generated mentors, beside its bare query
 #   make bench-push  100k pushes to the local fake APNs/FCM: push-bench beside h2load, aioapns, firebase-admin
 #   make bench-events event-notify at 10, 100 and 1,000 events/s: commit → push accepted percentiles, DB CPU
+#   make bench-outbox push-deliver end to end beside push-bench (100k), and at 50 ms latency with 1/2/4 workers, 4 processes
 #   make migrate     apply sql/migrations to $$DATABASE_URL
 
 SWIFT ?= swift
 BENCH_SIZES ?= 100000 1000000
 
-.PHONY: deps build release test demo bench-plan bench-push bench-events migrate clean
+.PHONY: deps build release test demo bench-plan bench-push bench-events bench-outbox migrate clean
 
 deps:
 	@scripts/install-deps
@@ -38,6 +39,9 @@ bench-push: deps
 
 bench-events: release
 	scripts/bench-events
+
+bench-outbox: release
+	scripts/bench-outbox
 
 migrate: build
 	.build/debug/migrate

@@ -65,7 +65,7 @@ public enum DeliverRunner {
             try run.record(on: connection)
             let report: DeliveryReport
             if options.workers <= 1 {
-                report = try drain(connection, settings: settings, options: options, logger: run.logger)
+                report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger)
             } else {
                 report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger)
             }
@@ -79,9 +79,14 @@ public enum DeliverRunner {
         }
     }
 
-    /// One engine on this thread.
-    static func drain(_ connection: Connection, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
-        try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger).run(scope: .all)
+    /// One engine on this thread, with a second connection of its own on which a writer thread records
+    /// outcomes and claims the next batch while the pushes keep flowing (`OutboxWriter`).
+    static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
+        let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
+        let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
+        writer.preparesStatements = true
+        engine.writer = OutboxWriter(connection: writer)
+        return try engine.run(scope: .all)
     }
 
     /// `options.workers` engines on their own threads, each with its own connections. They share
@@ -98,8 +103,7 @@ public enum DeliverRunner {
                 do {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     connection.preparesStatements = true
-            connection.preparesStatements = true // the claim and the outcome statements run batch after batch
-                    results.add(.success(try drain(connection, settings: settings, options: options, logger: workerLogger)))
+                    results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))
                 }

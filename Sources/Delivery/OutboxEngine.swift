@@ -39,6 +39,8 @@ public final class OutboxEngine {
     /// so a crash can repeat only what was in flight plus at most these few.
     public var flushEvery = 32
     public var flushInterval: Duration = .milliseconds(100)
+    /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
+    public var maxPendingOutcomes = 1000
     var backoff = Backoff()
     /// The mass-retirement guard: `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH`
     /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
@@ -52,9 +54,12 @@ public final class OutboxEngine {
     private var confirmed = Set<String>()
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
-    /// Until when the current batch's claim holds (measured from before the claim, so never late).
-    private var leaseDeadline = ContinuousClock.now
+    /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
+    /// (push-deliver sets one); without it both happen in line.
+    var writer: OutboxWriter?
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
+    /// Where the database time went (logged at debug level): claiming, and writing outcomes.
+    private var timings: (claims: Duration, flushes: Duration) = (.zero, .zero)
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
                 maxAttempts: Int, lease: TimeInterval = OutboxEngine.defaultLease, logger: Logger) {
@@ -92,15 +97,26 @@ public final class OutboxEngine {
             }
         }
         while !usable.isEmpty && !stop.isRequested {
-            leaseDeadline = ContinuousClock.now + .milliseconds(Int64(lease * 1000))
-            let batch = try claim(scope: scope, providers: usable)
+            let batch: [Claimed]
+            if let writer, writer.isClaiming {
+                writer.drain() // the batch claimed ahead while the last one went out
+                batch = writer.takeClaimed() ?? []
+                if let error = writer.error { throw error }
+            } else {
+                // What was handed over (releases among it) is written first, so this claim can take it again.
+                writer?.drain()
+                if let error = writer?.error { throw error }
+                let claimStarted = ContinuousClock.now
+                batch = try claim(scope: scope, providers: usable)
+                timings.claims += ContinuousClock.now - claimStarted
+            }
             if batch.isEmpty { break }
             report.claimed += batch.count
-            try send(batch, usable: &usable, report: &report)
+            try send(batch, scope: scope, usable: &usable, report: &report)
         }
         // Tokens still held had no success to compare with but were too few to suspect our configuration,
         // unless a stop cut the run short: then they are too few only for that reason, and wait.
-        let recorder = OutcomeRecorder(connection: connection)
+        let recorder = makeRecorder()
         for held in suspects.values.joined() {
             if stop.isRequested {
                 recorder.release(held.claimed)
@@ -110,7 +126,28 @@ public final class OutboxEngine {
             }
         }
         suspects.removeAll()
-        report.tokensRetired += try recorder.flush()
+        if let writer {
+            // A batch claimed ahead that will not be sent now goes back at once.
+            if writer.isClaiming {
+                writer.drain()
+                for claimed in writer.takeClaimed() ?? [] { recorder.release(claimed); report.released += 1 }
+            }
+            writer.write(recorder, with: flush)
+            writer.drain()
+            report.tokensRetired += writer.takeRetired()
+            if let error = writer.error {
+                let sent = writer.unrecordedSentIDs
+                if !sent.isEmpty {
+                    logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
+                }
+                throw error
+            }
+            let busy = writer.timings
+            logger.debug("database time on the writer's connection: claims \(busy.claims), outcome writes \(busy.writes); in line: claims \(timings.claims)")
+        } else {
+            report.tokensRetired += try recorder.flush()
+            logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)")
+        }
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
@@ -149,9 +186,18 @@ public final class OutboxEngine {
         var lease: String
         /// When the app last registered the token: a 410 older than this does not retire it.
         var tokenLastSeen: Date
+        /// The last moment its push may start: a push may take the whole request timeout, and must not
+        /// outlive the claim (measured from before the claim, so never late).
+        var startBy: ContinuousClock.Instant
     }
 
-    func claim(scope: Scope, providers: Set<PushTarget.Provider>) throws -> [Claimed] {
+    /// An outcome buffer for the connection that will write it.
+    func makeRecorder() -> OutcomeRecorder { OutcomeRecorder(connection: writer?.connection ?? connection) }
+
+    func claim(scope: Scope, providers: Set<PushTarget.Provider>, on connection: Connection? = nil) throws -> [Claimed] {
+        let connection = connection ?? self.connection
+        // `http(_:lease:)` keeps the request timeout at most half the lease: half of it is for starting.
+        let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
         let rows = try connection.query("""
@@ -183,7 +229,7 @@ public final class OutboxEngine {
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self)),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
-                lease: try row.decode(14), tokenLastSeen: try row.decode(15))
+                lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy)
         }
     }
 
@@ -195,26 +241,34 @@ public final class OutboxEngine {
 
     // MARK: - Sending
 
-    func send(_ batch: [Claimed], usable: inout Set<PushTarget.Provider>, report: inout DeliveryReport) throws {
-        let recorder = OutcomeRecorder(connection: connection)
+    /// Sends `batch`, and with a writer the batches it claims ahead as this one runs low, keeping the
+    /// window full; outcomes are recorded as they complete.
+    func send(_ batch: [Claimed], scope: Scope, usable: inout Set<PushTarget.Provider>, report: inout DeliveryReport) throws {
+        var recorder = makeRecorder()
         var byID: [Int: Claimed] = [:]
         var queue: [Claimed] = []
-        let now = Date()
-        for claimed in batch {
-            if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
-                recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
-                report.count(.failed, claimed.target.provider)
-            } else if let malformation = claimed.target.malformation {
-                // Never sent, never a reason to stop the provider: this token alone is retired.
-                retire(claimed, reason: "malformed token: \(malformation)", status: nil, since: nil, sent: false, recorder: recorder, report: &report)
-            } else if let expiry = claimed.message.expiresAt, expiry <= now {
-                recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
-                report.count(.expired, claimed.target.provider)
-            } else {
-                byID[claimed.deliveryID] = claimed
-                queue.append(claimed)
+        /// Settles what cannot be sent at all, and queues the rest.
+        func admit(_ rows: [Claimed]) {
+            let now = Date()
+            for claimed in rows {
+                if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
+                    recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
+                    report.count(.failed, claimed.target.provider)
+                } else if let malformation = claimed.target.malformation {
+                    // Never sent, never a reason to stop the provider: this token alone is retired.
+                    retire(claimed, reason: "malformed token: \(malformation)", status: nil, since: nil, sent: false, recorder: recorder, report: &report)
+                } else if let expiry = claimed.message.expiresAt, expiry <= now {
+                    recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
+                    report.count(.expired, claimed.target.provider)
+                } else {
+                    byID[claimed.deliveryID] = claimed
+                    queue.append(claimed)
+                }
             }
         }
+        admit(batch)
+        var exhausted = false
+        var leaseReleased = 0
         var index = 0
         var lastFlush = ContinuousClock.now
         var resend: [Claimed] = []
@@ -223,9 +277,6 @@ public final class OutboxEngine {
         var sentWith: [Int: Int] = [:]
         var failure: Error?
         var live = usable
-        // A push started now may take the whole request timeout: start none that could outlive the claim
-        // (`http(_:lease:)` keeps the request timeout at most half the lease, so half of it is for starting).
-        let startBy = leaseDeadline - client.configuration.requestTimeout
         /// What was claimed and not sent goes back, due at once, no attempt counted.
         func releaseRest() -> Int {
             let rest = resend + queue[index...]
@@ -236,21 +287,32 @@ public final class OutboxEngine {
         }
 
         client.run(next: {
+            if failure == nil, let error = writer?.error { failure = error }
             if stop.isRequested {
                 // Stop: nothing new goes out.
                 report.released += releaseRest()
                 return nil
             }
-            if ContinuousClock.now > startBy {
-                let count = releaseRest()
-                if count > 0 { logger.notice("the claim on this batch is running out: \(count) deliveries released for the next claim") }
-                return nil
+            if let writer, failure == nil {
+                // Claim the next batch on the writer's connection while this one still has half a batch to go.
+                if let more = writer.takeClaimed() {
+                    if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
+                } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
+                    let providers = live
+                    writer.requestClaim { [unowned self] in try self.claim(scope: scope, providers: providers, on: writer.connection) }
+                }
             }
             while failure == nil {
                 let claimed: Claimed
                 if !resend.isEmpty { claimed = resend.removeFirst() }
                 else if index < queue.count { claimed = queue[index]; index += 1 }
                 else { return nil }
+                // A push started now may take the whole request timeout: start none that could outlive its claim.
+                if ContinuousClock.now > claimed.startBy {
+                    recorder.release(claimed)
+                    leaseReleased += 1
+                    continue
+                }
                 guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider] else {
                     recorder.release(claimed)
                     report.held += 1
@@ -343,11 +405,29 @@ public final class OutboxEngine {
                 break // handled above
             }
             if failure == nil && (recorder.pending >= flushEvery || ContinuousClock.now - lastFlush >= flushInterval) {
-                do { report.tokensRetired += try flush(recorder) } catch { failure = error }
-                lastFlush = ContinuousClock.now
+                if let writer {
+                    // Handed over while the writer is free (so outcomes gather into fewer, larger writes when
+                    // it is busy), or every flushInterval, or at most maxPendingOutcomes at a time.
+                    if writer.isIdle || ContinuousClock.now - lastFlush >= flushInterval || recorder.pending >= maxPendingOutcomes {
+                        writer.write(recorder, with: flush)
+                        recorder = makeRecorder()
+                        lastFlush = ContinuousClock.now
+                    }
+                } else {
+                    do { report.tokensRetired += try flush(recorder) } catch { failure = error }
+                    lastFlush = ContinuousClock.now
+                }
             }
         })
         usable = live
+        if leaseReleased > 0 { logger.notice("the claim on \(leaseReleased) deliveries was running out: released for the next claim") }
+        if let writer {
+            // What is left of this batch is written in turn; a failure shows at the next batch or the end.
+            if let failure { report.released += releaseRest(); logger.warning("stopping: \(failure)") }
+            writer.write(recorder, with: flush)
+            if let failure { writer.drain(); throw writer.error ?? failure }
+            return
+        }
         if let failure {
             // What was not started goes back; one last try to record what was sent, then give up loudly.
             report.released += releaseRest()
@@ -368,6 +448,8 @@ public final class OutboxEngine {
     /// Writes the recorder's outcomes, trying again (up to three times, backing off) on a deadlock or a
     /// serialization failure: another engine writing the same rows.
     private func flush(_ recorder: OutcomeRecorder) throws -> Int {
+        let started = ContinuousClock.now
+        defer { timings.flushes += ContinuousClock.now - started }
         var delay = 0.1
         var attempt = 1
         while true {

@@ -94,6 +94,9 @@ extension FakePushServer {
 
         /// When false, requests are only counted, not kept (benchmarks). ``FakePushServer/requests()`` is then empty.
         public var recordRequests = true
+        /// Every APNs and FCM answer waits this long (a real provider's round trip, tens of milliseconds),
+        /// without holding up the connection's other streams. Zero: at once.
+        public var responseLatency: Double = 0
         /// The clock every check uses (JWT age, refresh floor, OAuth expiry). Tests inject their own.
         public var now: @Sendable () -> Date = { Date() }
         /// Called for every push the fake accepted (200), on an event-loop thread. Keep it quick.

@@ -154,6 +154,9 @@ final class FakePushCore: Sendable {
         case nil:
             outcome = handleNormally(request, provider: provider)
         }
+        if delay == nil, configuration.responseLatency > 0, provider == .apns || provider == .fcm {
+            delay = .nanoseconds(Int64(configuration.responseLatency * 1_000_000_000))
+        }
 
         record(request, provider: provider, outcome: outcome, fault: fault)
         if outcome.response.status == 200, let accepted = outcome.accepted {

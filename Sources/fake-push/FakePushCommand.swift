@@ -32,6 +32,8 @@ struct FakePushCommand: ParsableCommand {
     @Flag(help: "Answer unknown tokens 400 BadDeviceToken / 404 UNREGISTERED instead of accepting well-formed ones.")
     var strictTokens = false
     @Flag(name: .customLong("no-record"), help: "Count requests without keeping them (benchmarks).") var noRecord = false
+    @Option(help: ArgumentHelp("Answer every APNs and FCM request after this many milliseconds (a real provider's round trip).", valueName: "ms"))
+    var latency: Double = 0
     @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
     var printPushes = false
 
@@ -104,6 +106,8 @@ struct FakePushCommand: ParsableCommand {
         configuration.oauthTokenLifetime = oauthTokenLifetime
         configuration.acceptUnknownTokens = !strictTokens
         configuration.recordRequests = !noRecord
+        guard latency >= 0 && latency <= 60_000 else { throw ValidationError("--latency must be from 0 to 60000 ms") }
+        configuration.responseLatency = latency / 1000
         if printPushes {
             configuration.onAccepted = { push in
                 FileHandle.standardOutput.write(Data((push.displayLine + "\n").utf8))

@@ -1,0 +1,106 @@
+import Foundation
+import Postgres
+
+/// The database side of an outbox run on a thread and a connection of its own: outcomes are written, and
+/// the next batch claimed, while the pushes keep flowing on the engine's thread. Work runs in the order it
+/// was handed over (a batch's outcomes are written before a later claim). Without a writer the engine does
+/// both in line, waiting for each (scenario jobs and event-notify, whose batches are small).
+///
+/// What the engine hands over it no longer touches, and the engine reads results only through the lock:
+/// hence `@unchecked Sendable`.
+final class OutboxWriter: @unchecked Sendable {
+    let connection: Connection
+    private let queue = DispatchQueue(label: "mentor-push.outbox-writer")
+    private let lock = NSLock()
+    private var failure: Error?
+    private var retired = 0
+    /// Sent deliveries whose outcome could not be written (logged by the engine, loudly).
+    private var unrecorded: [Int] = []
+    private var claimed: [OutboxEngine.Claimed]?
+    private var claiming = false
+    /// Writes handed over and not finished.
+    private var queuedWrites = 0
+    /// Time spent writing and claiming, for the debug log.
+    private var busy: (writes: Duration, claims: Duration) = (.zero, .zero)
+
+    init(connection: Connection) { self.connection = connection }
+
+    /// Writes `recorder`'s outcomes with `flush` (the engine's, which retries on a deadlock). After a
+    /// failure nothing more is written: the engine stops and its claims run out.
+    func write(_ recorder: OutcomeRecorder, with flush: @escaping (OutcomeRecorder) throws -> Int) {
+        let buffer = Unchecked(recorder)
+        let writeOut = Unchecked(flush)
+        lock.withLock { queuedWrites += 1 }
+        queue.async { [self] in
+            let recorder = buffer.value
+            let started = ContinuousClock.now
+            let result = Result { lock.withLock { failure } == nil ? try writeOut.value(recorder) : 0 }
+            lock.withLock {
+                queuedWrites -= 1
+                busy.writes += ContinuousClock.now - started
+                switch result {
+                case .success(let count) where failure == nil: retired += count
+                case .success: unrecorded += recorder.sentIDs
+                case .failure(let error):
+                    failure = failure ?? error
+                    unrecorded += recorder.sentIDs
+                }
+            }
+        }
+    }
+
+    /// Starts claiming the next batch with `claim`; `takeClaimed` hands it over once it is there.
+    func requestClaim(_ claim: @escaping () throws -> [OutboxEngine.Claimed]) {
+        lock.withLock { claiming = true }
+        let work = Unchecked(claim)
+        queue.async { [self] in
+            let started = ContinuousClock.now
+            let result = Result { lock.withLock { failure } == nil ? try work.value() : [] }
+            lock.withLock {
+                busy.claims += ContinuousClock.now - started
+                switch result {
+                case .success(let rows): claimed = rows
+                case .failure(let error):
+                    failure = failure ?? error
+                    claimed = []
+                }
+            }
+        }
+    }
+
+    /// Whether no write is waiting or running.
+    var isIdle: Bool { lock.withLock { queuedWrites == 0 } }
+
+    /// Whether a claim was asked for and not yet handed over.
+    var isClaiming: Bool { lock.withLock { claiming } }
+
+    /// The claimed batch, once the claim has finished (nil while it is still running, or none was asked for).
+    func takeClaimed() -> [OutboxEngine.Claimed]? {
+        lock.withLock {
+            guard let rows = claimed else { return nil }
+            claimed = nil
+            claiming = false
+            return rows
+        }
+    }
+
+    /// Waits until everything handed over is done.
+    func drain() { queue.sync {} }
+
+    /// The first error a write or a claim met, if any.
+    var error: Error? { lock.withLock { failure } }
+
+    /// Tokens retired by the writes so far (counted once).
+    func takeRetired() -> Int { lock.withLock { defer { retired = 0 }; return retired } }
+
+    /// Sent deliveries whose outcome was not written.
+    var unrecordedSentIDs: [Int] { lock.withLock { unrecorded } }
+
+    var timings: (writes: Duration, claims: Duration) { lock.withLock { busy } }
+}
+
+/// Hands a value the compiler cannot prove sendable to the writer's queue (see `OutboxWriter`).
+private struct Unchecked<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
