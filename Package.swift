@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "fake-push", targets: ["fake-push"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
         .executable(name: "why", targets: ["why"]),
+        .executable(name: "prune", targets: ["prune"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -72,7 +73,7 @@ let package = Package(
             "Push", "Postgres", "JobKit", "ScenarioEngine", "TextCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Operator commands: `why` (one user's whole story, read-only).
+        // Operator commands: `why` (one user's whole story, read-only) and `prune` (retention in bounded batches).
         .target(name: "Operations", dependencies: [
             "JobKit", "Postgres", "TextCoding", "Push",
             .product(name: "Logging", package: "swift-log"),
@@ -108,6 +109,9 @@ let package = Package(
         .executableTarget(name: "why", dependencies: [
             "Operations", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .executableTarget(name: "prune", dependencies: [
+            "Operations", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "fake-push", dependencies: [
             "FakePush", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -120,12 +124,12 @@ let package = Package(
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
-        .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check", "why"]),
+        .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check", "why", "prune"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
                                                           "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify",
                                                           "push-deliver", "FakePush"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Postgres", "FakePush", "TestSupport",
-                                                            "why", "inactivity-check", "push-deliver"]),
+                                                            "why", "prune", "inactivity-check", "push-deliver"]),
         .testTarget(name: "FakePushTests", dependencies: [
             "FakePush", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

@@ -50,7 +50,7 @@ import TestSupport
         "host=/nonexistent password=secret port",
     ])
     func malformedURLExits78WithoutThePassword(url: String) throws {
-        for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "why"] {
+        for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "prune", "why"] {
             let user = job == "why" ? ["00000000-0000-4000-8000-000000000001"] : []
             let result = try Jobs.run(job, user + ["--database-url", url], database: nil)
             #expect(result.status == 78, "\(job): \(result.stderr)")
