@@ -191,6 +191,28 @@ import TestSupport
         #expect(try f.count("decisions") == 0)
     }
 
+    @Test func sigtermStopsBetweenBatchesAndRecordsWhatWasDeleted() throws {
+        try f.connection.execute("""
+            INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, decided_at)
+            SELECT \(run), 'inactivity', \(user), 'suppressed', 'paused', now() - interval '100 days' FROM generate_series(1, 20000)
+            """)
+        let running = try ProcessRunner.start(Paths.executable("prune"), ["--database-url", db.url, "--batch-size", "1"])
+        let deadline = Date().addingTimeInterval(30)
+        while try f.count("decisions") > 19_990 && Date() < deadline { usleep(10_000) }
+        kill(running.pid, SIGTERM)
+        let result = try running.wait()
+        #expect(result.signal == SIGTERM, "stderr: \(result.stderr)")
+        let summary = try #require(result.summary)
+        #expect(summary["outcome"] as? String == "stopped")
+        #expect(summary["stopped_by"] as? String == "SIGTERM")
+        let deleted = try #require(deleted(result)["decisions"])
+        #expect(deleted > 0 && deleted < 20_000, "stopped part way")
+        #expect(try f.count("decisions") == 20_000 - deleted, "the summary counts exactly what went")
+        let runID = try #require(summary["run_id"] as? Int)
+        let outcome: String = try f.connection.query("SELECT outcome FROM job_runs WHERE id = \(runID)").first!.decode(0)
+        #expect(outcome == "stopped")
+    }
+
     @Test func settingsComeFromFlagsThenTheEnvironment() throws {
         try decision(daysAgo: 40)
         let kept = try prune(["--dry-run"])
