@@ -15,6 +15,8 @@ let package = Package(
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
+        .executable(name: "why", targets: ["why"]),
+        .executable(name: "prune", targets: ["prune"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -73,6 +75,11 @@ let package = Package(
             "Push", "Postgres", "JobKit", "ScenarioEngine", "TextCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Operator commands: `why` (one user's whole story, read-only) and `prune` (retention in bounded batches).
+        .target(name: "Operations", dependencies: [
+            "JobKit", "Postgres", "TextCoding", "Push",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Local fake APNs, FCM and OAuth token servers: TLS + HTTP/2, validating and answering like the real ones.
         .target(name: "FakePush", dependencies: [
             .product(name: "NIOCore", package: "swift-nio"),
@@ -101,6 +108,12 @@ let package = Package(
         .executableTarget(name: "push-bench", dependencies: [
             "Push", "HTTP2", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .executableTarget(name: "why", dependencies: [
+            "Operations", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "prune", dependencies: [
+            "Operations", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "fake-push", dependencies: [
             "FakePush", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -113,10 +126,12 @@ let package = Package(
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
-        .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check"]),
+        .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check", "why", "prune"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
                                                           "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify",
                                                           "push-deliver", "FakePush"]),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Postgres", "FakePush", "TestSupport",
+                                                            "why", "prune", "inactivity-check", "push-deliver"]),
         .testTarget(name: "FakePushTests", dependencies: [
             "FakePush", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

@@ -50,8 +50,9 @@ import TestSupport
         "host=/nonexistent password=secret port",
     ])
     func malformedURLExits78WithoutThePassword(url: String) throws {
-        for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver"] {
-            let result = try Jobs.run(job, ["--database-url", url], database: nil)
+        for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "prune", "why"] {
+            let user = job == "why" ? ["00000000-0000-4000-8000-000000000001"] : []
+            let result = try Jobs.run(job, user + ["--database-url", url], database: nil)
             #expect(result.status == 78, "\(job): \(result.stderr)")
             #expect(result.stderr.contains("the database URL is malformed"), "\(job): \(result.stderr)")
             #expect(!result.stderr.contains("secret") && !result.stdout.contains("secret"), "\(job) printed the password: \(result.stderr)")

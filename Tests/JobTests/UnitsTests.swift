@@ -17,7 +17,7 @@ import TestSupport
         let result = try ProcessRunner.run(Paths.script("units"), [dir.path])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
-        for job in ["inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver"] {
+        for job in ["inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "prune"] {
             #expect(files.contains("mentor-push-\(job).timer"), "\(job)")
             #expect(FileManager.default.isExecutableFile(atPath: Paths.executable(job)), "\(job) is built")
         }

@@ -1,0 +1,62 @@
+import Foundation
+import Postgres
+
+/// What `prune` may delete, as SQL conditions shared by the real run and `--dry-run`, so the counts a dry
+/// run prints are the rows a real run would take. The rules run in this order, which is what keeps every
+/// foreign key satisfied:
+///
+/// 1. `decisions` past `decisionsDays` (nothing references a decision).
+/// 2. `notifications` read or deleted and past `inboxDays`, or expired more than `expiredDays` ago, with no
+///    delivery still open (`pending`, `retrying`) and no delivery event younger than the database's floor:
+///    each goes with its deliveries and their events, and the decisions that made it keep their reason and
+///    dedupe key but lose the link (`notification_id` set to NULL).
+/// 3. `delivery_events` past `eventsDays` (the deliveries stay, with their final state and last error).
+/// 4. `device_tokens` retired more than `tokenGraceDays` ago that no delivery references any more (their
+///    deliveries go with their notifications in rule 2).
+/// 5. `job_runs` past `runsDays`, finished, that no decision and no notification references any more
+///    (`events.job_run_id` is not a foreign key; event-notify prunes its own processed events).
+///
+/// Each condition reads the table under the alias its rule names (`dc`, `t`, `e`, `k`, `r`).
+struct PruneRules {
+    let settings: PruneSettings
+
+    /// Decisions (alias `dc`) past their retention.
+    var decision: Query { "dc.decided_at < now() - make_interval(days => \(settings.decisionsDays))" }
+
+    /// Notifications (alias `t`) that may go, with everything that hangs on them.
+    var notification: Query {
+        """
+        ((t.read_at IS NOT NULL OR t.deleted_at IS NOT NULL) AND t.created_at < now() - make_interval(days => \(settings.inboxDays))
+         OR t.expires_at < now() - make_interval(days => \(settings.expiredDays)))
+        AND NOT EXISTS (SELECT 1 FROM deliveries od WHERE od.notification_id = t.id AND od.state IN ('pending', 'retrying'))
+        AND NOT EXISTS (SELECT 1 FROM deliveries yd JOIN delivery_events ye ON ye.delivery_id = yd.id
+                         WHERE yd.notification_id = t.id AND ye.at > now() - make_interval(days => \(PruneSettings.eventsFloorDays)))
+        """
+    }
+
+    /// Delivery events (alias `e`) past their retention.
+    var event: Query { "e.at < now() - make_interval(days => \(settings.eventsDays))" }
+
+    /// Retired tokens (alias `k`) past the grace period; `afterEarlierRules` counts the deliveries rule 2
+    /// would delete as already gone (for a dry run, which deletes nothing).
+    func token(afterEarlierRules: Bool) -> Query {
+        let referenced: Query = afterEarlierRules
+            ? "EXISTS (SELECT 1 FROM deliveries kd JOIN notifications t ON t.id = kd.notification_id WHERE kd.device_token_id = k.id AND NOT coalesce((\(notification)), false))"
+            : "EXISTS (SELECT 1 FROM deliveries kd WHERE kd.device_token_id = k.id)"
+        return "k.retired_at < now() - make_interval(days => \(settings.tokenGraceDays)) AND NOT \(referenced)"
+    }
+
+    /// Finished runs (alias `r`) past their retention; `afterEarlierRules` as for `token`.
+    func run(afterEarlierRules: Bool) -> Query {
+        let referenced: Query = afterEarlierRules
+            ? """
+              (EXISTS (SELECT 1 FROM decisions dc WHERE dc.job_run_id = r.id AND NOT coalesce((\(decision)), false))
+               OR EXISTS (SELECT 1 FROM notifications t WHERE t.job_run_id = r.id AND NOT coalesce((\(notification)), false)))
+              """
+            : """
+              (EXISTS (SELECT 1 FROM decisions dc WHERE dc.job_run_id = r.id)
+               OR EXISTS (SELECT 1 FROM notifications t WHERE t.job_run_id = r.id))
+              """
+        return "r.started_at < now() - make_interval(days => \(settings.runsDays)) AND r.outcome NOT IN ('running') AND NOT \(referenced)"
+    }
+}

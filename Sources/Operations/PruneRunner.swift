@@ -1,0 +1,191 @@
+import Foundation
+import JobKit
+import Logging
+import Postgres
+import TextCoding
+
+/// The `prune` job: deletes what is past its retention (see `PruneRules` for the rules and their order)
+/// in bounded batches, each its own short transaction, so no lock is held for long and a stop between
+/// batches loses nothing. `--dry-run` counts, in one read-only transaction, what each rule would delete.
+public enum PruneRunner {
+    public struct Options: Sendable {
+        public var settings: PruneSettings
+        public var dryRun: Bool
+        public var databaseURL: String?
+        public var statementTimeout: Int
+        public var logLevel: LogLevelOption
+
+        public init(settings: PruneSettings, dryRun: Bool, databaseURL: String?, statementTimeout: Int = 300, logLevel: LogLevelOption = .info) {
+            self.settings = settings
+            self.dryRun = dryRun
+            self.databaseURL = databaseURL
+            self.statementTimeout = statementTimeout
+            self.logLevel = logLevel
+        }
+    }
+
+    /// Rows deleted (or that would be) per table, in the order the rules take them.
+    struct Counts {
+        var decisions = 0, notifications = 0, deliveries = 0, deliveryEvents = 0, deviceTokens = 0, jobRuns = 0
+
+        var json: JSONWriter {
+            var writer = JSONWriter()
+            writer.add("decisions", decisions)
+            writer.add("notifications", notifications)
+            writer.add("deliveries", deliveries)
+            writer.add("delivery_events", deliveryEvents)
+            writer.add("device_tokens", deviceTokens)
+            writer.add("job_runs", jobRuns)
+            return writer
+        }
+    }
+
+    public static func run(_ options: Options) -> ExitStatus {
+        JobEnvelope.run("prune", dryRun: options.dryRun, logLevel: options.logLevel, writes: !options.dryRun) { run in
+            let connection = try JobDatabase.connect(url: JobDatabase.url(flag: options.databaseURL), name: "prune",
+                                                     statementTimeout: options.statementTimeout)
+            try Schema.check(connection)
+            let settings = options.settings
+            var counts = Counts()
+            var batches = 0
+            run.counts = {
+                var writer = JSONWriter()
+                writer.add(options.dryRun ? "would_delete" : "deleted", object: counts.json)
+                if !options.dryRun { writer.add("batches", batches) }
+                var retention = JSONWriter()
+                for setting in PruneSettings.all { retention.add(setting.flag.replacingOccurrences(of: "-", with: "_"), settings[keyPath: setting.keyPath]) }
+                writer.add("settings", object: retention)
+                return writer
+            }
+            if options.dryRun {
+                counts = try connection.transaction(.readOnly) { try dryRun(connection, PruneRules(settings: settings)) }
+            } else {
+                guard try run.claimExclusive(on: connection) else { return }
+                try run.record(on: connection)
+                var pruner = Pruner(connection: connection, rules: PruneRules(settings: settings), batchSize: settings.batchSize, logger: run.logger)
+                try pruner.run()
+                counts = pruner.counts
+                batches = pruner.batches
+                if let signal = StopRequest.shared.requestedSignalName {
+                    run.stoppedBy = signal
+                    run.message = "stopped by \(signal) between batches; the rest is left for the next run"
+                }
+            }
+            let verb = options.dryRun ? "would delete" : "deleted"
+            Output.line("prune: \(verb) \(counts.decisions) decisions (decided more than \(settings.decisionsDays) days ago)")
+            Output.line("prune: \(verb) \(counts.notifications) notifications (read or deleted and older than \(settings.inboxDays) days, or expired more than \(settings.expiredDays) days ago; no push still open) with \(counts.deliveries) deliveries")
+            Output.line("prune: \(verb) \(counts.deliveryEvents) delivery events (those of the notifications above, and any older than \(settings.eventsDays) days)")
+            Output.line("prune: \(verb) \(counts.deviceTokens) device tokens (retired more than \(settings.tokenGraceDays) days ago, no delivery left)")
+            Output.line("prune: \(verb) \(counts.jobRuns) job runs (finished, started more than \(settings.runsDays) days ago, nothing refers to them)")
+        }
+    }
+
+    /// What each rule would delete now, counting each row once, in the order the real run takes them.
+    static func dryRun(_ connection: Connection, _ rules: PruneRules) throws -> Counts {
+        var counts = Counts()
+        counts.decisions = try count(connection, "SELECT count(*) FROM decisions dc WHERE \(rules.decision)")
+        let cascade = try connection.query("""
+            SELECT count(DISTINCT t.id), count(DISTINCT d.id), count(e.id)
+              FROM notifications t
+              LEFT JOIN deliveries d ON d.notification_id = t.id
+              LEFT JOIN delivery_events e ON e.delivery_id = d.id
+             WHERE \(rules.notification)
+            """).first!
+        counts.notifications = try cascade.decode(0)
+        counts.deliveries = try cascade.decode(1)
+        counts.deliveryEvents = try cascade.decode(2)
+        counts.deliveryEvents += try count(connection, """
+            SELECT count(*) FROM delivery_events e
+             WHERE \(rules.event)
+               AND NOT EXISTS (SELECT 1 FROM deliveries d JOIN notifications t ON t.id = d.notification_id
+                                WHERE d.id = e.delivery_id AND coalesce((\(rules.notification)), false))
+            """)
+        counts.deviceTokens = try count(connection, "SELECT count(*) FROM device_tokens k WHERE \(rules.token(afterEarlierRules: true))")
+        counts.jobRuns = try count(connection, "SELECT count(*) FROM job_runs r WHERE \(rules.run(afterEarlierRules: true))")
+        return counts
+    }
+
+    static func count(_ connection: Connection, _ query: Query) throws -> Int {
+        try connection.query(query).first!.decode(0)
+    }
+}
+
+/// The real run: each rule batch after batch until it takes less than a full batch, checking for a stop
+/// request before each batch. Batches walk each table in primary-key order (keyset), so a batch never
+/// rescans the rows the previous ones deleted.
+struct Pruner {
+    let connection: Connection
+    let rules: PruneRules
+    let batchSize: Int
+    let logger: Logger
+    var counts = PruneRunner.Counts()
+    var batches = 0
+
+    mutating func run() throws {
+        counts.decisions = try simple("decisions", alias: "dc", key: "bigint", rules.decision)
+        try notifications()
+        counts.deliveryEvents += try simple("delivery_events", alias: "e", key: "bigint", rules.event, retention: true)
+        counts.deviceTokens = try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false))
+        counts.jobRuns = try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false))
+    }
+
+    var stopped: Bool { StopRequest.shared.isRequested }
+
+    /// Deletes the rows of `table` matching `condition`, a batch per transaction. `retention` marks the
+    /// transaction as retention, the one way delivery_events lets a DELETE through.
+    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, retention: Bool = false) throws -> Int {
+        var deleted = 0
+        var after: String? = nil
+        while !stopped {
+            let row = try connection.transaction { () -> Row in
+                if retention { try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)") }
+                return try connection.query("""
+                    WITH batch AS (
+                        SELECT \(sql: alias).id FROM \(sql: table) \(sql: alias)
+                         WHERE (\(after)::\(sql: key) IS NULL OR \(sql: alias).id > \(after)::\(sql: key)) AND \(condition)
+                         ORDER BY \(sql: alias).id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                    ), gone AS (
+                        DELETE FROM \(sql: table) WHERE id IN (SELECT id FROM batch) RETURNING id
+                    )
+                    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), (SELECT max(id)::text FROM batch)
+                    """).first!
+            }
+            let gone: Int = try row.decode(0)
+            let taken: Int = try row.decode(1)
+            deleted += gone
+            if taken > 0 { batches += 1 }
+            guard taken == batchSize, let last = try row.decode(2, as: String?.self) else { break }
+            after = last
+        }
+        if deleted > 0 { logger.info("pruned \(deleted) rows of \(table)") }
+        return deleted
+    }
+
+    /// Notifications with their deliveries and events, and the decisions' links to them, a batch per transaction.
+    mutating func notifications() throws {
+        var after: UUID? = nil
+        while !stopped {
+            let taken: [UUID] = try connection.transaction {
+                let ids: [UUID] = try connection.query("""
+                    SELECT t.id FROM notifications t
+                     WHERE (\(after)::uuid IS NULL OR t.id > \(after)::uuid) AND \(rules.notification)
+                     ORDER BY t.id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                    """).map { try $0.decode(0) }
+                guard !ids.isEmpty else { return [] }
+                let list = PostgresArray(ids)
+                try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)")
+                counts.deliveryEvents += try connection.execute("""
+                    DELETE FROM delivery_events WHERE delivery_id IN (SELECT id FROM deliveries WHERE notification_id = ANY(\(list)::uuid[]))
+                    """)
+                counts.deliveries += try connection.execute("DELETE FROM deliveries WHERE notification_id = ANY(\(list)::uuid[])")
+                try connection.execute("UPDATE decisions SET notification_id = NULL WHERE notification_id = ANY(\(list)::uuid[])")
+                counts.notifications += try connection.execute("DELETE FROM notifications WHERE id = ANY(\(list)::uuid[])")
+                return ids
+            }
+            if !taken.isEmpty { batches += 1 }
+            guard taken.count == batchSize, let last = taken.max(by: { $0.lowercasedString < $1.lowercasedString }) else { break }
+            after = last
+        }
+        if counts.notifications > 0 { logger.info("pruned \(counts.notifications) notifications with \(counts.deliveries) deliveries") }
+    }
+}

@@ -1,0 +1,282 @@
+import Foundation
+import JobKit
+import Postgres
+import Push
+import TextCoding
+
+/// Everything `why` tells about one user: who they are, their preferences, the organization's rules in
+/// force, their devices, and every decision, notification, delivery and delivery event, read in one
+/// read-only transaction so the story is one consistent snapshot. Device tokens are kept only redacted.
+public struct WhyReport {
+    public struct User {
+        public var id: UUID
+        public var name: String
+        public var role: String
+        public var organizationID: UUID
+        public var organizationName: String
+        public var locale: String?
+        public var organizationLocale: String
+        public var timeZone: String?
+        public var organizationTimeZone: String
+        public var joinedAt: Date
+        public var deactivatedAt: Date?
+        public var lastActivityAt: Date?
+    }
+
+    /// The user's `push_notification_configs` row; nil: no row, everything on.
+    public struct Preferences {
+        /// The master switch (`enabled`).
+        public var enabled: Bool
+        /// Every category column and its switch, by name.
+        public var categories: [(name: String, on: Bool)]
+        public var updatedAt: Date
+        public var categoriesOff: [String] { categories.filter { !$0.on }.map(\.name) }
+    }
+
+    /// One scenario's effective rule for the user's organization, merged as the engine merges it.
+    public struct Rule {
+        public var scenario: String
+        public var enabled: Bool
+        /// `scenario_defaults.settings` overridden key by key by the organization's row (JSON text).
+        public var settings: String
+        /// The organization's own row, when it has one: its `enabled` (nil: the default) and `settings`.
+        public var organizationRow: (enabled: Bool?, settings: String, updatedAt: Date)?
+    }
+
+    public struct Device {
+        public var id: Int
+        public var provider: String
+        /// The token's last six characters only (`PushTarget.redact`).
+        public var token: String
+        public var environment: String?
+        public var appID: String
+        public var registeredAt: Date
+        public var lastSeenAt: Date
+        public var retiredAt: Date?
+        public var retiredReason: String?
+    }
+
+    public struct Decision {
+        public var id: Int
+        public var runID: Int
+        public var job: String
+        public var scenario: String
+        public var outcome: String
+        public var reason: String
+        public var detail: String?
+        public var subject: String?
+        public var notificationID: UUID?
+        public var dedupeKey: String?
+        public var decidedAt: Date
+    }
+
+    public struct Event {
+        public var id: Int
+        public var event: String
+        public var attempt: Int
+        public var providerStatus: Int?
+        public var detail: String?
+        public var at: Date
+    }
+
+    public struct Delivery {
+        public var id: Int
+        public var deviceID: Int
+        public var provider: String
+        public var token: String
+        public var environment: String?
+        public var state: String
+        public var attempts: Int
+        public var nextAttemptAt: Date
+        public var lastError: String?
+        public var providerMessageID: String?
+        public var createdAt: Date
+        public var updatedAt: Date
+        public var sentAt: Date?
+        public var events: [Event] = []
+    }
+
+    public struct Notification {
+        public var id: UUID
+        public var scenario: String
+        public var category: String
+        public var title: String
+        public var body: String
+        public var data: String
+        public var route: String?
+        public var createdAt: Date
+        public var readAt: Date?
+        public var deletedAt: Date?
+        public var expiresAt: Date?
+        public var dedupeKey: String
+        public var subject: String?
+        public var runID: Int?
+        public var deliveries: [Delivery] = []
+    }
+
+    public var user: User
+    public var scenario: String?
+    public var since: Date?
+    public var preferences: Preferences?
+    public var rules: [Rule]
+    public var devices: [Device]
+    /// Oldest first.
+    public var decisions: [Decision]
+    /// Oldest first, each with its deliveries and their events in order.
+    public var notifications: [Notification]
+
+    /// The decisions whose notification is one of `notifications`, by notification id.
+    public func decisions(of notification: Notification) -> [Decision] {
+        decisions.filter { $0.notificationID == notification.id }
+    }
+
+    /// Decisions that led to no notification shown here: suppressed ones, and notified ones whose inbox row
+    /// is gone (pruned) or outside the filter.
+    public var decisionsWithoutNotification: [Decision] {
+        let shown = Set(notifications.map(\.id))
+        return decisions.filter { $0.notificationID.map { !shown.contains($0) } ?? true }
+    }
+
+    public var deliveryCount: Int { notifications.reduce(0) { $0 + $1.deliveries.count } }
+    public var eventCount: Int { notifications.reduce(0) { $0 + $1.deliveries.reduce(0) { $0 + $1.events.count } } }
+}
+
+extension WhyReport {
+    /// Reads the report of `userID`, limited to `scenario` and to what happened from `since` on. Call it
+    /// inside a read-only transaction. A user or scenario that does not exist is a usage error (64), as
+    /// `--org` naming no organization is for the scenario jobs.
+    public static func load(_ connection: Connection, userID: UUID, scenario: String?, since: Date?) throws -> WhyReport {
+        guard let row = try connection.query("""
+            SELECT u.id, u.display_name, u.role, o.id, o.name, u.locale, o.default_locale, u.time_zone, o.time_zone,
+                   u.joined_at, u.deactivated_at, u.last_activity_logged_at
+              FROM users u JOIN organizations o ON o.id = u.organization_id
+             WHERE u.id = \(userID)
+            """).first else {
+            throw JobFailure(.usage, "no such user: \(userID.lowercasedString) (no row in users)")
+        }
+        let user = User(id: try row.decode(0), name: try row.decode(1), role: try row.decode(2), organizationID: try row.decode(3),
+                        organizationName: try row.decode(4), locale: try row.decode(5), organizationLocale: try row.decode(6),
+                        timeZone: try row.decode(7), organizationTimeZone: try row.decode(8), joinedAt: try row.decode(9),
+                        deactivatedAt: try row.decode(10), lastActivityAt: try row.decode(11))
+        if let scenario {
+            let known: [String] = try connection.query("SELECT scenario FROM scenario_defaults ORDER BY scenario").map { try $0.decode(0) }
+            guard known.contains(scenario) else {
+                throw JobFailure(.usage, "--scenario \(scenario): no such scenario (scenarios: \(known.joined(separator: ", ")))")
+            }
+        }
+        var report = WhyReport(user: user, scenario: scenario, since: since, preferences: try preferences(connection, userID),
+                               rules: try rules(connection, user.organizationID, scenario: scenario),
+                               devices: try devices(connection, userID), decisions: [], notifications: [])
+        report.decisions = try decisions(connection, userID, scenario: scenario, since: since)
+        report.notifications = try notifications(connection, userID, scenario: scenario, since: since)
+        return report
+    }
+
+    static func preferences(_ connection: Connection, _ userID: UUID) throws -> Preferences? {
+        // Every column but the key and the timestamp, so a category added later shows without a change here.
+        guard let row = try connection.query("""
+            SELECT p.updated_at, (to_jsonb(p) - 'user_id' - 'updated_at')::text FROM push_notification_configs p WHERE p.user_id = \(userID)
+            """).first else { return nil }
+        let json: String = try row.decode(1)
+        guard let switches = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Bool] else {
+            throw JobFailure(.dataError, "push_notification_configs of \(userID.lowercasedString) holds a column that is not a switch")
+        }
+        return Preferences(enabled: switches["enabled"] ?? true,
+                           categories: switches.filter { $0.key != "enabled" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                           updatedAt: try row.decode(0))
+    }
+
+    static func rules(_ connection: Connection, _ organization: UUID, scenario: String?) throws -> [Rule] {
+        // The engine's merge (RuleLoader): the organization's enabled unless NULL, its settings over the defaults.
+        try connection.query("""
+            SELECT d.scenario, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
+                   r.organization_id IS NOT NULL, r.enabled, r.settings::text, r.updated_at
+              FROM scenario_defaults d
+              LEFT JOIN organization_scenario_rules r ON r.scenario = d.scenario AND r.organization_id = \(organization)
+             WHERE \(scenario)::text IS NULL OR d.scenario = \(scenario)
+             ORDER BY d.scenario
+            """).map { row in
+            let hasRow: Bool = try row.decode(3)
+            return Rule(scenario: try row.decode(0), enabled: try row.decode(1), settings: try row.decode(2),
+                        organizationRow: hasRow ? (try row.decode(4, as: Bool?.self), try row.decode(5), try row.decode(6)) : nil)
+        }
+    }
+
+    static func devices(_ connection: Connection, _ userID: UUID) throws -> [Device] {
+        try connection.query("""
+            SELECT id, provider, token, apns_environment, app_id, created_at, last_seen_at, retired_at, retired_reason
+              FROM device_tokens WHERE user_id = \(userID) ORDER BY id
+            """).map { row in
+            Device(id: try row.decode(0), provider: try row.decode(1), token: PushTarget.redact(try row.decode(2)),
+                   environment: try row.decode(3), appID: try row.decode(4), registeredAt: try row.decode(5),
+                   lastSeenAt: try row.decode(6), retiredAt: try row.decode(7), retiredReason: try row.decode(8))
+        }
+    }
+
+    static func decisions(_ connection: Connection, _ userID: UUID, scenario: String?, since: Date?) throws -> [Decision] {
+        try connection.query("""
+            SELECT d.id, d.job_run_id, r.job, d.scenario, d.outcome, d.reason, d.detail, d.subject, d.notification_id,
+                   d.dedupe_key, d.decided_at
+              FROM decisions d JOIN job_runs r ON r.id = d.job_run_id
+             WHERE d.user_id = \(userID)
+               AND (\(scenario)::text IS NULL OR d.scenario = \(scenario))
+               AND (\(since)::timestamptz IS NULL OR d.decided_at >= \(since))
+             ORDER BY d.decided_at, d.id
+            """).map { row in
+            Decision(id: try row.decode(0), runID: try row.decode(1), job: try row.decode(2), scenario: try row.decode(3),
+                     outcome: try row.decode(4), reason: try row.decode(5), detail: try row.decode(6), subject: try row.decode(7),
+                     notificationID: try row.decode(8), dedupeKey: try row.decode(9), decidedAt: try row.decode(10))
+        }
+    }
+
+    /// The user's notifications with their deliveries and events. A notification's scenario is the one its
+    /// decision names, else the first part of its dedupe key (every key starts with its scenario).
+    static func notifications(_ connection: Connection, _ userID: UUID, scenario: String?, since: Date?) throws -> [Notification] {
+        var notifications = try connection.query("""
+            SELECT * FROM (
+                SELECT n.id, coalesce(dd.scenario, split_part(n.dedupe_key, ':', 1)) AS scenario, n.category, n.title, n.body,
+                       n.data::text, n.data->>'route', n.created_at, n.read_at, n.deleted_at, n.expires_at, n.dedupe_key,
+                       n.subject, n.job_run_id
+                  FROM notifications n
+                  LEFT JOIN LATERAL (SELECT d.scenario FROM decisions d WHERE d.notification_id = n.id ORDER BY d.id LIMIT 1) dd ON true
+                 WHERE n.user_id = \(userID) AND (\(since)::timestamptz IS NULL OR n.created_at >= \(since))
+            ) s
+             WHERE \(scenario)::text IS NULL OR s.scenario = \(scenario)
+             ORDER BY s.created_at, s.id
+            """).map { row in
+            Notification(id: try row.decode(0), scenario: try row.decode(1), category: try row.decode(2), title: try row.decode(3),
+                         body: try row.decode(4), data: try row.decode(5), route: try row.decode(6), createdAt: try row.decode(7),
+                         readAt: try row.decode(8), deletedAt: try row.decode(9), expiresAt: try row.decode(10),
+                         dedupeKey: try row.decode(11), subject: try row.decode(12), runID: try row.decode(13))
+        }
+        guard !notifications.isEmpty else { return [] }
+        var deliveries = try connection.query("""
+            SELECT d.id, d.notification_id, d.device_token_id, t.provider, t.token, t.apns_environment, d.state, d.attempts,
+                   d.next_attempt_at, d.last_error, d.provider_message_id, d.created_at, d.updated_at, d.sent_at
+              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id
+             WHERE d.notification_id = ANY(\(PostgresArray(notifications.map(\.id)))::uuid[])
+             ORDER BY d.id
+            """).map { row -> (UUID, Delivery) in
+            (try row.decode(1),
+             Delivery(id: try row.decode(0), deviceID: try row.decode(2), provider: try row.decode(3), token: PushTarget.redact(try row.decode(4)),
+                      environment: try row.decode(5), state: try row.decode(6), attempts: try row.decode(7), nextAttemptAt: try row.decode(8),
+                      lastError: try row.decode(9), providerMessageID: try row.decode(10), createdAt: try row.decode(11),
+                      updatedAt: try row.decode(12), sentAt: try row.decode(13)))
+        }
+        if !deliveries.isEmpty {
+            let events = try connection.query("""
+                SELECT delivery_id, id, event, attempt, provider_status, detail, at FROM delivery_events
+                 WHERE delivery_id = ANY(\(PostgresArray(deliveries.map(\.1.id)))::bigint[])
+                 ORDER BY at, id
+                """).map { row -> (Int, Event) in
+                (try row.decode(0), Event(id: try row.decode(1), event: try row.decode(2), attempt: try row.decode(3),
+                                          providerStatus: try row.decode(4), detail: try row.decode(5), at: try row.decode(6)))
+            }
+            let byDelivery = Dictionary(grouping: events, by: \.0)
+            for index in deliveries.indices { deliveries[index].1.events = byDelivery[deliveries[index].1.id]?.map(\.1) ?? [] }
+        }
+        let byNotification = Dictionary(grouping: deliveries, by: \.0)
+        for index in notifications.indices { notifications[index].deliveries = byNotification[notifications[index].id]?.map(\.1) ?? [] }
+        return notifications
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// `prune` end to end: rows on both sides of each retention, written with their ages, then the built
+/// executable, and what is left in the database.
+@Suite struct PruneTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let user: UUID
+    let run: Int
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        let org = try f.organization("Org")
+        user = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, devices: 0)
+        run = try PruneTests.jobRun(f, daysAgo: 1)
+    }
+
+    // MARK: - Rows of a given age
+
+    func jobRun(daysAgo days: Double) throws -> Int {
+        try PruneTests.jobRun(f, daysAgo: days)
+    }
+
+    static func jobRun(_ f: Fixtures, daysAgo days: Double, outcome: String = "ok") throws -> Int {
+        try f.connection.query("""
+            INSERT INTO job_runs (job, started_at, finished_at, as_of, outcome) VALUES ('inactivity-check', \(f.daysAgo(days)), \(f.daysAgo(days)), \(f.daysAgo(days)), \(outcome))
+            RETURNING id
+            """).first!.decode(0)
+    }
+
+    @discardableResult
+    func decision(daysAgo days: Double, run: Int? = nil, notification: UUID? = nil) throws -> Int {
+        try f.connection.query("""
+            INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, notification_id, decided_at)
+            VALUES (\(run ?? self.run), 'inactivity', \(user), \(notification == nil ? "suppressed" : "notified"), 'paused', \(notification), \(f.daysAgo(days)))
+            RETURNING id
+            """).first!.decode(0)
+    }
+
+    func notification(daysAgo days: Double, readDaysAgo: Double? = nil, deletedDaysAgo: Double? = nil, expiredDaysAgo: Double? = nil,
+                      run: Int? = nil) throws -> UUID {
+        try f.connection.query("""
+            INSERT INTO notifications (user_id, category, title, body, created_at, read_at, deleted_at, expires_at, dedupe_key, job_run_id)
+            VALUES (\(user), 'inactivity', 't', 'b', \(f.daysAgo(days)), \(readDaysAgo.map(f.daysAgo)), \(deletedDaysAgo.map(f.daysAgo)),
+                    \(expiredDaysAgo.map(f.daysAgo)), \(UUID().uuidString), \(run ?? self.run))
+            RETURNING id
+            """).first!.decode(0)
+    }
+
+    @discardableResult
+    func delivery(_ notification: UUID, token: Int? = nil, state: String = "sent", eventDaysAgo: [Double] = []) throws -> Int {
+        let token = try token ?? f.device(user).id
+        let id: Int = try f.connection.query("""
+            INSERT INTO deliveries (notification_id, device_token_id, state, attempts) VALUES (\(notification), \(token), \(state), 1) RETURNING id
+            """).first!.decode(0)
+        for days in eventDaysAgo { try event(id, daysAgo: days) }
+        return id
+    }
+
+    func event(_ delivery: Int, daysAgo days: Double) throws {
+        try f.connection.execute("INSERT INTO delivery_events (delivery_id, event, attempt, at) VALUES (\(delivery), 'sent', 1, \(f.daysAgo(days)))")
+    }
+
+    func retiredToken(daysAgo days: Double) throws -> Int {
+        let device = try f.device(user)
+        try f.connection.execute("UPDATE device_tokens SET retired_at = \(f.daysAgo(days)), retired_reason = 'Unregistered' WHERE id = \(device.id)")
+        return device.id
+    }
+
+    func exists(_ table: StaticString, _ id: some PostgresEncodable) throws -> Bool {
+        try f.connection.query("SELECT count(*) FROM \(sql: table) WHERE id = \(id)").first!.decode(0, as: Int.self) == 1
+    }
+
+    func prune(_ arguments: [String] = [], environment: [String: String] = [:]) throws -> ProcessRunner.Result {
+        try Jobs.run("prune", arguments, database: db, environment: environment)
+    }
+
+    func deleted(_ result: ProcessRunner.Result, _ key: String = "deleted") -> [String: Int] {
+        (result.summary?[key] as? [String: Int]) ?? [:]
+    }
+
+    // MARK: - The rows of every rule, on both sides of its retention
+
+    struct Rows {
+        var oldDecision = 0, youngDecision = 0
+        var readOld = UUID(), unreadOld = UUID(), deletedOld = UUID(), readYoung = UUID(), openOld = UUID(), expired = UUID(),
+            expiredYesterday = UUID(), youngEventOld = UUID()
+        var readOldDecision = 0, readOldDelivery = 0, unreadOldDelivery = 0
+        var retiredFree = 0, retiredReferenced = 0, retiredRecently = 0, active = 0
+        var oldRun = 0, oldRunReferenced = 0, youngRun = 0
+    }
+
+    func rows() throws -> Rows {
+        var r = Rows()
+        r.oldDecision = try decision(daysAgo: 100)
+        r.youngDecision = try decision(daysAgo: 10)
+
+        r.readOld = try notification(daysAgo: 40, readDaysAgo: 39)
+        r.readOldDecision = try decision(daysAgo: 40, notification: r.readOld)
+        r.readOldDelivery = try delivery(r.readOld, eventDaysAgo: [40, 39])
+        r.unreadOld = try notification(daysAgo: 40)
+        r.unreadOldDelivery = try delivery(r.unreadOld, eventDaysAgo: [200, 100]) // the 200-day event goes by the events rule
+        r.deletedOld = try notification(daysAgo: 40, deletedDaysAgo: 35)
+        r.readYoung = try notification(daysAgo: 10, readDaysAgo: 9)
+        r.openOld = try notification(daysAgo: 40, readDaysAgo: 39)
+        try delivery(r.openOld, state: "retrying", eventDaysAgo: [39])
+        r.expired = try notification(daysAgo: 12, expiredDaysAgo: 10)
+        r.expiredYesterday = try notification(daysAgo: 3, expiredDaysAgo: 1)
+        r.youngEventOld = try notification(daysAgo: 40, readDaysAgo: 39)
+        try delivery(r.youngEventOld, eventDaysAgo: [3]) // settled only three days ago: its events are still protected
+
+        r.retiredFree = try retiredToken(daysAgo: 40)
+        r.retiredReferenced = try retiredToken(daysAgo: 40)
+        try delivery(r.unreadOld, token: r.retiredReferenced)
+        r.retiredRecently = try retiredToken(daysAgo: 10)
+        r.active = try f.device(user).id
+
+        r.oldRun = try jobRun(daysAgo: 200)
+        r.oldRunReferenced = try jobRun(daysAgo: 200)
+        try decision(daysAgo: 10, run: r.oldRunReferenced)
+        r.youngRun = try jobRun(daysAgo: 10)
+        return r
+    }
+
+    /// What `rows()` leaves for deletion under the default settings.
+    let expected = ["decisions": 1, "notifications": 3, "deliveries": 1, "delivery_events": 3, "device_tokens": 1, "job_runs": 1]
+
+    @Test func eachRuleDeletesWhatIsPastItsRetentionAndKeepsTheRest() throws {
+        let r = try rows()
+        let result = try prune()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(deleted(result) == expected, "\(result.stdout)")
+
+        #expect(try !exists("decisions", r.oldDecision))
+        #expect(try exists("decisions", r.youngDecision))
+        // A pruned notification goes with its deliveries and events; its decision stays, unlinked.
+        for gone in [r.readOld, r.deletedOld, r.expired] { #expect(try !exists("notifications", gone)) }
+        #expect(try !exists("deliveries", r.readOldDelivery))
+        let unlinked = try f.connection.query("SELECT notification_id IS NULL, dedupe_key FROM decisions WHERE id = \(r.readOldDecision)").first!
+        #expect(try unlinked.decode(0, as: Bool.self))
+        for kept in [r.unreadOld, r.readYoung, r.openOld, r.expiredYesterday, r.youngEventOld] { #expect(try exists("notifications", kept)) }
+        let openState: String = try f.connection.query("SELECT state FROM deliveries WHERE notification_id = \(r.openOld)").first!.decode(0)
+        #expect(openState == "retrying", "a notification with a push still open is never deleted")
+        // The events rule: the 200-day event goes, the 100-day one and the delivery stay.
+        let ages: [Int] = try f.connection.query("""
+            SELECT (extract(epoch FROM now() - at) / 86400)::int FROM delivery_events WHERE delivery_id = \(r.unreadOldDelivery)
+            """).map { try $0.decode(0) }
+        #expect(ages == [100])
+
+        #expect(try !exists("device_tokens", r.retiredFree))
+        for kept in [r.retiredReferenced, r.retiredRecently, r.active] { #expect(try exists("device_tokens", kept)) }
+        #expect(try !exists("job_runs", r.oldRun))
+        for kept in [r.oldRunReferenced, r.youngRun, run] { #expect(try exists("job_runs", kept)) }
+
+        let summary = try #require(result.summary)
+        #expect(summary["job"] as? String == "prune")
+        #expect(summary["outcome"] as? String == "ok")
+        let runID = try #require(summary["run_id"] as? Int)
+        let recorded: String = try f.connection.query("SELECT outcome || ' ' || (counts->'deleted'->>'notifications') FROM job_runs WHERE id = \(runID)").first!.decode(0)
+        #expect(recorded == "ok 3")
+
+        let again = try prune()
+        #expect(deleted(again).values.allSatisfy { $0 == 0 }, "a second run finds nothing more")
+    }
+
+    @Test func dryRunReportsWhatARunWouldDeleteAndDeletesNothing() throws {
+        _ = try rows()
+        let before = try f.fingerprint()
+        let dry = try prune(["--dry-run"])
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        #expect(try f.fingerprint() == before, "--dry-run deletes nothing and records no run")
+        #expect(deleted(dry, "would_delete") == expected)
+        #expect(dry.summary?["dry_run"] as? Bool == true)
+        #expect(dry.stdout.contains("prune: would delete 3 notifications"))
+        #expect(dry.stdout.contains("prune: would delete 1 job runs"))
+
+        let real = try prune()
+        #expect(deleted(real) == deleted(dry, "would_delete"), "the dry run counted what the run then deleted")
+    }
+
+    @Test func batchesAreBoundedAndAllAreTaken() throws {
+        for _ in 0..<5 { try decision(daysAgo: 100) }
+        let result = try prune(["--batch-size", "2"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(deleted(result)["decisions"] == 5)
+        #expect(result.summary?["batches"] as? Int == 3, "2 + 2 + 1")
+        #expect(try f.count("decisions") == 0)
+    }
+
+    @Test func sigtermStopsBetweenBatchesAndRecordsWhatWasDeleted() throws {
+        try f.connection.execute("""
+            INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, decided_at)
+            SELECT \(run), 'inactivity', \(user), 'suppressed', 'paused', now() - interval '100 days' FROM generate_series(1, 20000)
+            """)
+        let running = try ProcessRunner.start(Paths.executable("prune"), ["--database-url", db.url, "--batch-size", "1"])
+        let deadline = Date().addingTimeInterval(30)
+        while try f.count("decisions") > 19_990 && Date() < deadline { usleep(10_000) }
+        kill(running.pid, SIGTERM)
+        let result = try running.wait()
+        #expect(result.signal == SIGTERM, "stderr: \(result.stderr)")
+        let summary = try #require(result.summary)
+        #expect(summary["outcome"] as? String == "stopped")
+        #expect(summary["stopped_by"] as? String == "SIGTERM")
+        let deleted = try #require(deleted(result)["decisions"])
+        #expect(deleted > 0 && deleted < 20_000, "stopped part way")
+        #expect(try f.count("decisions") == 20_000 - deleted, "the summary counts exactly what went")
+        let runID = try #require(summary["run_id"] as? Int)
+        let outcome: String = try f.connection.query("SELECT outcome FROM job_runs WHERE id = \(runID)").first!.decode(0)
+        #expect(outcome == "stopped")
+    }
+
+    @Test func settingsComeFromFlagsThenTheEnvironment() throws {
+        try decision(daysAgo: 40)
+        let kept = try prune(["--dry-run"])
+        #expect(deleted(kept, "would_delete")["decisions"] == 0)
+        let fromEnvironment = try prune(["--dry-run"], environment: ["PRUNE_DECISIONS_DAYS": "30"])
+        #expect(deleted(fromEnvironment, "would_delete")["decisions"] == 1)
+        #expect((fromEnvironment.summary?["settings"] as? [String: Int])?["decisions_days"] == 30)
+        let flagWins = try prune(["--dry-run", "--decisions-days", "60"], environment: ["PRUNE_DECISIONS_DAYS": "30"])
+        #expect(deleted(flagWins, "would_delete")["decisions"] == 0)
+    }
+
+    @Test func badSettingsExitWithAMessage() throws {
+        let short = try prune(["--events-days", "3"])
+        #expect(short.status == 64)
+        #expect(short.stderr.contains("--events-days must be from 7"))
+        let zero = try prune(["--batch-size", "0"])
+        #expect(zero.status == 64)
+        let malformed = try prune([], environment: ["PRUNE_BATCH_SIZE": "lots"])
+        #expect(malformed.status == 78)
+        #expect(malformed.stderr.contains("PRUNE_BATCH_SIZE must be a whole number"))
+    }
+
+    // MARK: - delivery_events: append-only but for retention
+
+    @Test func deliveryEventsRefuseUpdateAndDeleteOutsideRetention() throws {
+        let n = try notification(daysAgo: 300, readDaysAgo: 300)
+        let d = try delivery(n, eventDaysAgo: [300, 2])
+        let c = f.connection
+
+        #expect(throws: PostgresError.self) { try c.execute("DELETE FROM delivery_events WHERE at < now() - interval '100 days'") }
+        #expect(throws: PostgresError.self) { try c.execute("DELETE FROM delivery_events WHERE false") }
+        #expect(throws: PostgresError.self) { try c.execute("UPDATE delivery_events SET detail = 'edited'") }
+        do {
+            try c.execute("DELETE FROM delivery_events")
+            Issue.record("a plain DELETE went through")
+        } catch let error as PostgresError {
+            #expect("\(error)".contains("delivery_events is append-only"))
+        }
+        // Retention's way: only inside a transaction that says so, never for an UPDATE, never for a young row.
+        try c.transaction {
+            try c.execute("SET LOCAL mentor_push.retention = 'on'")
+            #expect(throws: PostgresError.self) { try c.execute("UPDATE delivery_events SET detail = 'edited'") }
+        }
+        #expect(throws: PostgresError.self) {
+            try c.transaction {
+                try c.execute("SET LOCAL mentor_push.retention = 'on'")
+                try c.execute("DELETE FROM delivery_events WHERE delivery_id = \(d)")
+            }
+        }
+        let old = try c.transaction {
+            try c.execute("SET LOCAL mentor_push.retention = 'on'")
+            return try c.execute("DELETE FROM delivery_events WHERE at < now() - interval '100 days'")
+        }
+        #expect(old == 1)
+        // SET LOCAL ended with that transaction.
+        #expect(throws: PostgresError.self) { try c.execute("DELETE FROM delivery_events") }
+        #expect(try f.count("delivery_events") == 1)
+
+        // And after prune has run, the protection still holds.
+        try event(d, daysAgo: 250)
+        let result = try prune()
+        #expect(deleted(result)["delivery_events"] == 1)
+        #expect(throws: PostgresError.self) { try c.execute("DELETE FROM delivery_events") }
+        #expect(try f.count("delivery_events") == 1)
+    }
+}
