@@ -200,21 +200,33 @@ public final class OutboxEngine {
         let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
+        // The one job run's deliveries, or every due one (then without a join to notifications: the
+        // scope has nothing to filter there).
+        let due: Query = runID.map { runID in
+            """
+            SELECT d.id FROM deliveries d
+              JOIN device_tokens t ON t.id = d.device_token_id
+              JOIN notifications n ON n.id = d.notification_id
+             WHERE \(OutboxEngine.duePredicate) AND t.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
+             ORDER BY d.next_attempt_at
+             LIMIT \(batchSize)
+             FOR UPDATE OF d SKIP LOCKED
+            """
+        } ?? """
+            SELECT d.id FROM deliveries d
+              JOIN device_tokens t ON t.id = d.device_token_id
+             WHERE \(OutboxEngine.duePredicate) AND t.provider = ANY(\(kinds)::text[])
+             ORDER BY d.next_attempt_at
+             LIMIT \(batchSize)
+             FOR UPDATE OF d SKIP LOCKED
+            """
+        // `d.id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set, the
+        // planner hashed the whole deliveries table on every claim.
         let rows = try connection.query("""
-            WITH due AS (
-                SELECT d.id FROM deliveries d
-                  JOIN device_tokens t ON t.id = d.device_token_id
-                  JOIN notifications n ON n.id = d.notification_id
-                 WHERE \(OutboxEngine.duePredicate)
-                   AND t.provider = ANY(\(kinds)::text[])
-                   AND (\(runID)::bigint IS NULL OR n.job_run_id = \(runID)::bigint)
-                 ORDER BY d.next_attempt_at
-                 LIMIT \(batchSize)
-                 FOR UPDATE OF d SKIP LOCKED
-            )
+            WITH due AS (\(due))
             UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => \(lease)), updated_at = now()
-              FROM due, notifications n, device_tokens t
-             WHERE d.id = due.id AND n.id = d.notification_id AND t.id = d.device_token_id
+              FROM notifications n, device_tokens t
+             WHERE d.id = ANY(ARRAY(SELECT id FROM due)) AND n.id = d.notification_id AND t.id = d.device_token_id
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL),
