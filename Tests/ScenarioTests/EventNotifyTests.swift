@@ -249,6 +249,22 @@ import TestSupport
         #expect(decisions == 60, "each event decided once")
     }
 
+    @Test func processedEventsArePrunedAfterTheRetention() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: nil, devices: 0)
+        for _ in 0..<3 { try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())") }
+        try once()
+        // Two were processed long ago, one recently; an event created long ago but still pending is
+        // processed, not pruned (retention counts from processing).
+        try f.connection.execute("UPDATE events SET processed_at = now() - interval '10 days' WHERE id IN (SELECT id FROM events ORDER BY id LIMIT 2)")
+        try f.connection.execute("INSERT INTO events (kind, mentor_id, subject_id, created_at) VALUES ('pause_started', \(kari), '0', now() - interval '30 days')")
+        try f.connection.execute("SET mentor_push.events = 'off'") // no new ones from here
+        try once(["--retention-days", "7", "--batch-size", "1"])
+        let left: [String] = try f.connection.query("""
+            SELECT CASE WHEN processed_at IS NULL THEN 'pending' ELSE 'recent' END FROM events ORDER BY id
+            """).map { try $0.decode(0) }
+        #expect(left == ["recent", "recent"], "the two processed 10 days ago are gone; the recent one and the old pending one (now processed) stay")
+    }
+
     @Test func theDryRunShowsWhatThePendingEventsWouldGiveAndWritesNothing() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         _ = try coordinator("Linda", of: kari)
