@@ -101,11 +101,13 @@ public final class OutboxEngine {
             if let writer, writer.isClaiming {
                 writer.drain() // the batch claimed ahead while the last one went out
                 batch = writer.takeClaimed() ?? []
-                if let error = writer.error { throw error }
+                if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
             } else {
                 // What was handed over (releases among it) is written first, so this claim can take it again.
-                writer?.drain()
-                if let error = writer?.error { throw error }
+                if let writer {
+                    writer.drain()
+                    if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
+                }
                 let claimStarted = ContinuousClock.now
                 batch = try claim(scope: scope, providers: usable)
                 timings.claims += ContinuousClock.now - claimStarted
@@ -136,10 +138,7 @@ public final class OutboxEngine {
             writer.drain()
             report.tokensRetired += writer.takeRetired()
             if let error = writer.error {
-                let sent = writer.unrecordedSentIDs
-                if !sent.isEmpty {
-                    logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
-                }
+                logUnrecorded(writer.unrecordedSentIDs)
                 throw error
             }
             let busy = writer.timings
@@ -151,6 +150,12 @@ public final class OutboxEngine {
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
+    }
+
+    /// Says, loudly, which pushes went out without their outcome being written (they will go again).
+    private func logUnrecorded(_ sent: [Int]) {
+        guard !sent.isEmpty else { return }
+        logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
     }
 
     /// Which group a token belongs to for the mass-retirement guard.
@@ -437,7 +442,11 @@ public final class OutboxEngine {
             // What is left of this batch is written in turn; a failure shows at the next batch or the end.
             if let failure { report.released += releaseRest(); logger.warning("stopping: \(failure)") }
             writer.write(recorder, with: flush)
-            if let failure { writer.drain(); throw writer.error ?? failure }
+            if let failure {
+                writer.drain()
+                logUnrecorded(writer.unrecordedSentIDs)
+                throw writer.error ?? failure
+            }
             return
         }
         if let failure {
@@ -446,10 +455,7 @@ public final class OutboxEngine {
             do {
                 report.tokensRetired += try flush(recorder)
             } catch {
-                let sent = recorder.sentIDs
-                if !sent.isEmpty {
-                    logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
-                }
+                logUnrecorded(recorder.sentIDs)
                 throw failure
             }
             logger.warning("recording outcomes failed once and then succeeded: \(failure)")
