@@ -44,7 +44,7 @@ import TestSupport
         #expect(first["mentor_push_last_run_outcome{job=\"inactivity-check\",outcome=\"ok\"}"] == 1)
 
         // A failing run (an organization's settings are invalid: 78) updates the run, not the success.
-        try f.rule(org, settings: #"{"threshold_days": "fourteen"}"#)
+        try f.ruleWrittenBeforeValidation(org, settings: #"{"threshold_days": "fourteen"}"#)
         Thread.sleep(forTimeInterval: 1.1)
         #expect(try Jobs.inactivityCheck(db, now: f.now, environment: environment).status == 78)
         let second = try metrics("inactivity-check")

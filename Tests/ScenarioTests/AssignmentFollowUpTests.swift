@@ -163,7 +163,7 @@ import TestSupport
                       (#"{"follow_up_dayz": 7}"#, "assignment_follow_up.follow_up_dayz is not a setting of assignment_follow_up (its settings: follow_up_days)")])
     func invalidSettingsExit78NamingTheOrganizationAndKeyAndTheOthersStillRun(settings: String, message: String) throws {
         let bad = try f.organization("Broken org")
-        try f.rule(bad, scenario: "assignment_follow_up", settings: settings)
+        try f.ruleWrittenBeforeValidation(bad, scenario: "assignment_follow_up", settings: settings)
         let badCoordinator = try f.user(bad, "C", role: "coordinator")
         let inBad = try f.mentor(bad, "In broken", lastActivityDaysAgo: 1)
         try f.assignment(bad, mentor: inBad, coordinator: badCoordinator, dispatchedDaysAgo: 20)

@@ -100,7 +100,7 @@ import TestSupport
 
     @Test func anUnknownSettingsKeyIsReportedNotIgnored() throws {
         let org = try f.organization("Typo org")
-        try f.rule(org, settings: #"{"threshold_dayz": 7}"#)
+        try f.ruleWrittenBeforeValidation(org, settings: #"{"threshold_dayz": 7}"#)
         try f.mentor(org, "Quiet", lastActivityDaysAgo: 20)
         let result = try Jobs.inactivityCheck(db, now: f.now)
         #expect(result.status == 78)

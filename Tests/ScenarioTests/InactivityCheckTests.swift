@@ -288,7 +288,7 @@ import TestSupport
     @Test func invalidOrganizationSettingsExit78AndTheOtherOrganizationsStillRun() throws {
         let good = try f.organization("Good org")
         let bad = try f.organization("Broken org")
-        try f.rule(bad, settings: #"{"threshold_days": "fourteen"}"#)
+        try f.ruleWrittenBeforeValidation(bad, settings: #"{"threshold_days": "fourteen"}"#)
         let inGood = try f.mentor(good, "In good", lastActivityDaysAgo: 20)
         let inBad = try f.mentor(bad, "In broken", lastActivityDaysAgo: 20)
         let result = try Jobs.inactivityCheck(db, now: f.now)

@@ -141,7 +141,7 @@ import TestSupport
     }
 
     @Test func anInvalidSendHourExits78() throws {
-        try f.rule(org, scenario: "overdue_digest", settings: #"{"send_hour": 24}"#)
+        try f.ruleWrittenBeforeValidation(org, scenario: "overdue_digest", settings: #"{"send_hour": 24}"#)
         _ = try coordinator("C", overdue: [("M", "T", 12)])
         let result = try Jobs.run("overdue-digest", ["--now", Jobs.iso(f.now)], database: db)
         #expect(result.status == 78)

@@ -31,6 +31,14 @@ public final class Fixtures {
             """)
     }
 
+    /// An organization's rule as it could have been written before migration 0009 made the database check
+    /// settings: the jobs must still refuse it.
+    public func ruleWrittenBeforeValidation(_ organization: UUID, scenario: String = "inactivity", settings: String) throws {
+        try connection.execute("ALTER TABLE organization_scenario_rules DISABLE TRIGGER organization_scenario_rules_valid")
+        defer { _ = try? connection.execute("ALTER TABLE organization_scenario_rules ENABLE TRIGGER organization_scenario_rules_valid") }
+        try rule(organization, scenario: scenario, settings: settings)
+    }
+
     @discardableResult
     public func user(_ organization: UUID, _ name: String, role: String = "peer_mentor", locale: String? = nil,
                      joinedDaysAgo: Double = 400) throws -> UUID {

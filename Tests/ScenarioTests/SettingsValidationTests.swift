@@ -1,0 +1,79 @@
+import Foundation
+import Postgres
+@testable import ScenarioEngine
+import Scenarios
+import Testing
+import TestSupport
+
+/// An organization's scenario settings are refused when they are written (migration 0009), with a message
+/// that names the key and what it must be; and the database's rules and the jobs' agree.
+@Suite struct SettingsValidationTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db)
+        org = try f.organization("Org")
+    }
+
+    @Test(arguments: [
+        ("inactivity", #"{"threshold_dayz": 7}"#, "inactivity.threshold_dayz is not a setting of inactivity (its settings: threshold_days)"),
+        ("inactivity", #"{"threshold_days": "fourteen"}"#, #"inactivity.threshold_days must be an integer from 1 to 365, not "fourteen""#),
+        ("inactivity", #"{"threshold_days": 0}"#, "must be an integer from 1 to 365, not 0"),
+        ("inactivity", #"{"threshold_days": 14.5}"#, "not 14.5"),
+        ("overdue_digest", #"{"send_hour": 24}"#, "overdue_digest.send_hour must be an integer from 0 to 23, not 24"),
+        ("milestone", #"{"milestones": []}"#, "milestone.milestones must be a non-empty list of integers from 1 to 100000"),
+        ("milestone", #"{"milestones": [25, "fifty"]}"#, "milestone.milestones must be a non-empty list"),
+        ("availability_change", #"{"quiet": true}"#, "availability_change.quiet is not a setting of availability_change (its settings: none)"),
+    ])
+    func anInvalidRuleIsRefusedWhenWritten(scenario: String, settings: String, message: String) throws {
+        do {
+            try f.rule(org, scenario: scenario, settings: settings)
+            Issue.record("\(scenario) \(settings) was stored")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == "23514")
+            #expect("\(error)".contains(message), "\(error)")
+        }
+        #expect(try f.count("organization_scenario_rules") == 0)
+    }
+
+    @Test func validRulesAreStored() throws {
+        try f.rule(org, settings: #"{"threshold_days": 7}"#)
+        try f.rule(org, scenario: "milestone", settings: #"{"milestones": [10, 20], "max_age_days": 30}"#)
+        try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 3}"#)
+        try f.rule(org, scenario: "availability_change", enabled: false)
+        #expect(try f.count("organization_scenario_rules") == 4)
+        #expect(throws: PostgresError.self, "an update is checked too") {
+            try f.connection.execute("UPDATE organization_scenario_rules SET settings = '{\"threshold_days\": 400}' WHERE scenario = 'inactivity'")
+        }
+    }
+
+    /// Every setting the database knows, at and just beyond its bounds: the jobs accept and refuse the same.
+    @Test func theDatabaseAndTheJobsAgreeOnEveryBound() throws {
+        let scenarios: [String: any Scenario] = Dictionary(uniqueKeysWithValues: ([InactivityCheck(), AssignmentFollowUp(), OverdueDigest(),
+            ImpactSummary(), Milestone(), Honorarium(), AvailabilityChange(), NewAssignment()] as [any Scenario]).map { ($0.key, $0) })
+        let rows = try f.connection.query("SELECT scenario, key, kind, minimum, maximum FROM scenario_setting_keys ORDER BY 1, 2")
+        #expect(rows.count >= 8)
+        for row in rows {
+            let (scenario, key, kind): (String, String, String) = (try row.decode(0), try row.decode(1), try row.decode(2))
+            let (minimum, maximum): (Int, Int) = (try row.decode(3), try row.decode(4))
+            let swift = try #require(scenarios[scenario], "no scenario \(scenario) in the build")
+            for (value, valid) in [(minimum, true), (maximum, true), (minimum - 1, false), (maximum + 1, false)] {
+                let json = kind == "integer" ? "{\"\(key)\": \(value)}" : "{\"\(key)\": [\(value)]}"
+                let databaseSays: Bool = try f.connection.query("SELECT scenario_settings_problem(\(scenario), \(json)::jsonb) IS NULL").first!.decode(0)
+                #expect(databaseSays == valid, "database: \(scenario) \(json)")
+                #expect(try jobAccepts(swift, json) == valid, "jobs: \(scenario) \(json)")
+            }
+        }
+    }
+
+    /// Whether the job's own check (`RuleLoader`, as every run loads rules) accepts `settings` for `scenario`.
+    func jobAccepts<S: Scenario>(_ scenario: S, _ settings: String) throws -> Bool {
+        let organization = try f.organization("Probe \(UUID().uuidString.prefix(8))")
+        try f.ruleWrittenBeforeValidation(organization, scenario: scenario.key, settings: settings)
+        let (rules, _) = try RuleLoader.load(scenario, only: [organization], from: f.connection)
+        return rules.contains { $0.organizationID == organization }
+    }
+}
