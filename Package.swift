@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "overdue-digest", targets: ["overdue-digest"]),
         .executable(name: "impact-summary", targets: ["impact-summary"]),
         .executable(name: "event-notify", targets: ["event-notify"]),
+        .executable(name: "rules", targets: ["rules"]),
         .executable(name: "events-bench", targets: ["events-bench"]),
         .executable(name: "push-deliver", targets: ["push-deliver"]),
         .executable(name: "fake-push", targets: ["fake-push"]),
@@ -59,7 +60,8 @@ let package = Package(
         .target(name: "Scenarios", dependencies: ["ScenarioEngine", "JobKit", "Postgres", "TextCoding"]),
         // The command line every scenario executable shares (its main.swift is one call).
         .target(name: "ScenarioCommand", dependencies: [
-            "ScenarioEngine", "Delivery", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "ScenarioEngine", "Delivery", "JobKit", "Operations", "Postgres", "TextCoding",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The libcurl multi wrapper: many requests multiplexed over one HTTP/2 + TLS connection per host.
         .target(name: "HTTP2", dependencies: ["CCurl"]),
@@ -101,6 +103,7 @@ let package = Package(
         .executableTarget(name: "overdue-digest", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "impact-summary", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "event-notify", dependencies: ["ScenarioCommand", "Scenarios"]),
+        .executableTarget(name: "rules", dependencies: ["ScenarioCommand", "Scenarios"]),
         .executableTarget(name: "events-bench", dependencies: ["Postgres", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "push-deliver", dependencies: [
             "JobKit", "Delivery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -128,7 +131,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "JobKit", "Migrations", "TestSupport"]),
         .testTarget(name: "JobTests", dependencies: ["JobKit", "Migrations", "ScenarioEngine", "Scenarios", "TestSupport", "migrate", "inactivity-check", "why", "prune"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenarios", "ScenarioEngine", "JobKit", "TestSupport",
-                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify",
+                                                          "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify", "rules",
                                                           "push-deliver", "FakePush"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Postgres", "FakePush", "TestSupport",
                                                             "why", "prune", "inactivity-check", "push-deliver"]),

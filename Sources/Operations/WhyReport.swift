@@ -186,7 +186,7 @@ extension WhyReport {
                            updatedAt: try row.decode(0))
     }
 
-    static func rules(_ connection: Connection, _ organization: UUID, scenario: String?) throws -> [Rule] {
+    public static func rules(_ connection: Connection, _ organization: UUID, scenario: String?) throws -> [Rule] {
         // The engine's merge (RuleLoader): the organization's enabled unless NULL, its settings over the defaults.
         try connection.query("""
             SELECT d.scenario, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,

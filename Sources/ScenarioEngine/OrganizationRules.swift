@@ -107,10 +107,10 @@ public indirect enum JSONTree: Decodable, Sendable, CustomStringConvertible {
     }
 }
 
-enum RuleLoader {
+public enum RuleLoader {
     /// Loads and validates every organization's rule for `scenario`. Organizations whose settings are
     /// invalid come back in `invalid` (the run goes on for the others and exits 78 at the end).
-    static func load<S: Scenario>(_ scenario: S, only organizations: [UUID], from connection: Connection)
+    public static func load<S: Scenario>(_ scenario: S, only organizations: [UUID], from connection: Connection)
         throws -> (rules: [OrganizationRule<S.Settings>], invalid: [JobFailure])
     {
         let known = try connection.query("SELECT 1 FROM scenario_defaults WHERE scenario = \(scenario.key)")

@@ -1,0 +1,183 @@
+import ArgumentParser
+import Foundation
+import JobKit
+import Operations
+import Postgres
+import ScenarioEngine
+import TextCoding
+
+/// `rules`: every organization's effective scenario rules (its own row over the defaults), a check of them
+/// with the jobs' own validation, and a what-if that counts whom a proposed setting would notify now,
+/// without saving anything.
+public struct RulesCommand: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "rules",
+        abstract: "Show every organization's effective scenario rules, check them, and count what a proposed change would notify (nothing is saved).",
+        discussion: """
+            rules                                        each organization's rules: on/off and settings, and whether they are its own or the defaults
+            rules --validate                             check every organization's rules as the jobs do (78 when one is invalid)
+            rules --dry-run --set inactivity.threshold_days=7 [--org UUID]
+                                                         how many people the change would notify now, beside the rules as they are
+            A proposed value is checked by the database like any rule (an unknown key or a bad value: 64), in a \
+            transaction that is rolled back. Exit codes: 0 done, 64 bad flags or proposal, 69 database unreachable, \
+            78 an invalid rule (with --validate) or configuration problem.
+            """)
+
+    @Option(name: .customLong("org"), help: ArgumentHelp("Only this organization (repeatable).", valueName: "uuid"))
+    var organizations: [OrganizationID] = []
+
+    @Option(help: ArgumentHelp("Only this scenario (its key, e.g. inactivity).", valueName: "key"))
+    var scenario: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("A proposed setting, with --dry-run (repeatable).", valueName: "scenario.key=value"))
+    var proposals: [String] = []
+
+    @Flag(help: "With --set: count what the proposal would notify now; save nothing.")
+    var dryRun = false
+
+    @Flag(name: .customLong("validate"), help: "Check every organization's rules with the jobs' own validation.")
+    var checkRules = false
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    @Option(help: ArgumentHelp("Evaluate the what-if as of this instant (ISO 8601).", valueName: "instant"))
+    var now: Instant?
+
+    @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
+    var databaseURL: String?
+
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
+    var logLevel: LogLevelOption = .info
+
+    public init() {}
+
+    public func validate() throws {
+        if !proposals.isEmpty && !dryRun { throw ValidationError("--set proposes a change and saves nothing: add --dry-run") }
+        if dryRun && proposals.isEmpty { throw ValidationError("--dry-run needs at least one --set scenario.key=value") }
+        for proposal in proposals { _ = try Self.parse(proposal) }
+    }
+
+    /// "inactivity.threshold_days=7" → ("inactivity", "threshold_days", 7 as JSON text).
+    static func parse(_ proposal: String) throws -> (scenario: String, key: String, value: String) {
+        guard let equals = proposal.firstIndex(of: "="), let dot = proposal[..<equals].firstIndex(of: ".") else {
+            throw ValidationError("--set \(proposal): expected scenario.key=value, e.g. inactivity.threshold_days=7")
+        }
+        let value = String(proposal[proposal.index(after: equals)...])
+        guard (try? JSONSerialization.jsonObject(with: Data(value.utf8), options: .fragmentsAllowed)) != nil else {
+            throw ValidationError("--set \(proposal): the value must be JSON (7, [25, 50], \"text\")")
+        }
+        return (String(proposal[..<dot]), String(proposal[proposal.index(after: dot)..<equals]), value)
+    }
+
+    /// Parses the command line, runs, and exits with the status.
+    public static func main(_ scenarios: [any Scenario]) -> Never {
+        do {
+            let command = try RulesCommand.parse()
+            Foundation.exit(command.run(scenarios).rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    func run(_ scenarios: [any Scenario]) -> ExitStatus {
+        JobEnvelope.run("rules", dryRun: true, logLevel: logLevel, writes: false) { run in
+            let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "rules")
+            try Schema.check(connection)
+            let ids = organizations.map(\.id)
+            let selected = scenarios.filter { scenario == nil || $0.key == scenario }
+            if let scenario, selected.isEmpty {
+                throw JobFailure(.usage, "--scenario \(scenario): no such scenario (scenarios: \(scenarios.map(\.key).sorted().joined(separator: ", ")))")
+            }
+            if dryRun {
+                try whatIf(scenarios, organizations: ids, connection: connection)
+            } else if checkRules {
+                var invalid = 0
+                for scenario in selected { invalid += try check(scenario, organizations: ids, connection: connection) }
+                Output.line(invalid == 0 ? "every organization's rules are valid" : "\(invalid) invalid rule(s) (above): the jobs skip those organizations")
+                if invalid > 0 { run.degrade(.config, "\(invalid) organization rule(s) are invalid") }
+                run.counts = { var writer = JSONWriter(); writer.add("invalid", invalid); return writer }
+            } else {
+                try show(organizations: ids, connection: connection)
+            }
+        }
+    }
+
+    /// The organizations whose rule for `scenario` the jobs would refuse, printed; returns how many.
+    func check<S: Scenario>(_ scenario: S, organizations: [UUID], connection: Connection) throws -> Int {
+        let (_, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)
+        for failure in invalid { Output.line("INVALID \(failure.message)") }
+        return invalid.count
+    }
+
+    func whatIf(_ scenarios: [any Scenario], organizations: [UUID], connection: Connection) throws {
+        var byScenario: [(String, [(String, String)])] = []
+        for proposal in proposals {
+            let (scenario, key, value) = try Self.parse(proposal)
+            if let index = byScenario.firstIndex(where: { $0.0 == scenario }) { byScenario[index].1.append((key, value)) }
+            else { byScenario.append((scenario, [(key, value)])) }
+        }
+        for (key, settings) in byScenario {
+            guard let scenario = scenarios.first(where: { $0.key == key }) else {
+                throw JobFailure(.usage, "--set \(key)…: no such scenario (scenarios: \(scenarios.map(\.key).sorted().joined(separator: ", ")))")
+            }
+            let json = "{" + settings.map { JSONWriter.string($0.0) + ": " + $0.1 }.joined(separator: ", ") + "}"
+            let (current, proposed): (WhatIf.Count, WhatIf.Count)
+            do {
+                (current, proposed) = try WhatIf.compare(scenario, settings: json, organizations: organizations, on: connection, now: now?.date ?? Date())
+            } catch let error as PostgresError where error.sqlState == "23514" {
+                throw JobFailure(.usage, "--set: \(error)")
+            }
+            let scope = organizations.isEmpty ? "every organization" : "\(organizations.count) organization(s)"
+            switch format {
+            case .text:
+                Output.line("\(key) \(json) for \(scope), as of now:")
+                Output.line("  would notify \(proposed.notified) of \(proposed.candidates) candidates (as the rules are: \(current.notified) of \(current.candidates))")
+                let reasons = Set(proposed.suppressed.keys).union(current.suppressed.keys).sorted()
+                for reason in reasons {
+                    Output.line("  suppressed \(reason): \(proposed.suppressed[reason] ?? 0) (as the rules are: \(current.suppressed[reason] ?? 0))")
+                }
+            case .json:
+                var writer = JSONWriter()
+                writer.add("scenario", key)
+                writer.add("settings", json: json)
+                writer.add("notified", proposed.notified)
+                writer.add("candidates", proposed.candidates)
+                writer.add("notified_now", current.notified)
+                writer.add("candidates_now", current.candidates)
+                Output.line(writer.json)
+            }
+        }
+    }
+
+    func show(organizations: [UUID], connection: Connection) throws {
+        let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
+        let orgs = try connection.query("""
+            SELECT id, name FROM organizations WHERE \(filter)::uuid[] IS NULL OR id = ANY(\(filter)::uuid[]) ORDER BY name, id
+            """)
+        for row in orgs {
+            let id: UUID = try row.decode(0)
+            let name: String = try row.decode(1)
+            let rules = try WhyReport.rules(connection, id, scenario: scenario)
+            switch format {
+            case .text:
+                Output.line("\(name) (\(id.lowercasedString))")
+                for rule in rules {
+                    let source = rule.organizationRow == nil ? "defaults" : "its own row over the defaults"
+                    Output.line("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))")
+                }
+            case .json:
+                for rule in rules {
+                    var writer = JSONWriter()
+                    writer.add("organization_id", id.lowercasedString)
+                    writer.add("organization", name)
+                    writer.add("scenario", rule.scenario)
+                    writer.add("enabled", rule.enabled)
+                    writer.add("settings", json: rule.settings)
+                    writer.add("own_row", rule.organizationRow != nil)
+                    Output.line(writer.json)
+                }
+            }
+        }
+    }
+}

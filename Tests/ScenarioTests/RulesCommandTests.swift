@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `rules`: the effective rules, their check, and the what-if that saves nothing.
+@Suite struct RulesCommandTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+    }
+
+    @Test func showsEachOrganizationsRulesAndWhereTheyComeFrom() throws {
+        try f.rule(org, settings: #"{"threshold_days": 7}"#)
+        let result = try Jobs.run("rules", ["--org", org.uuidString], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#"inactivity            on   {"threshold_days": 7}  (its own row over the defaults)"#), "\(result.stdout)")
+        #expect(result.stdout.contains(#"assignment_follow_up  on   {"follow_up_days": 10}  (defaults)"#))
+        #expect(result.stdout.contains(#"honorarium            OFF"#))
+    }
+
+    @Test func validateFindsARuleWrittenBeforeTheDatabaseChecked() throws {
+        #expect(try Jobs.run("rules", ["--validate"], database: db).status == 0)
+        try f.ruleWrittenBeforeValidation(org, settings: #"{"threshold_dayz": 7}"#)
+        let result = try Jobs.run("rules", ["--validate"], database: db)
+        #expect(result.status == 78)
+        #expect(result.stdout.contains("INVALID") && result.stdout.contains("threshold_dayz"), "\(result.stdout)")
+    }
+
+    @Test func theWhatIfCountsWhomAChangeWouldNotifyAndSavesNothing() throws {
+        try f.mentor(org, "Ten days quiet", lastActivityDaysAgo: 10)
+        try f.mentor(org, "Twenty days quiet", lastActivityDaysAgo: 20)
+        let before = try f.fingerprint()
+        let result = try Jobs.run("rules", ["--dry-run", "--set", "inactivity.threshold_days=7"], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("would notify 2 of 2 candidates (as the rules are: 1 of 1)"), "\(result.stdout)")
+        #expect(try f.fingerprint() == before, "nothing saved")
+        #expect(try f.count("organization_scenario_rules") == 0)
+    }
+
+    @Test(arguments: [
+        (["--dry-run", "--set", "inactivity.threshold_dayz=7"], "inactivity.threshold_dayz is not a setting of inactivity"),
+        (["--dry-run", "--set", "inactivity.threshold_days=0"], "must be an integer from 1 to 365"),
+        (["--dry-run", "--set", "nosuch.key=1"], "no such scenario"),
+        (["--set", "inactivity.threshold_days=7"], "add --dry-run"),
+        (["--dry-run", "--set", "inactivity=7"], "expected scenario.key=value"),
+    ])
+    func aBadProposalExits64(arguments: [String], message: String) throws {
+        let result = try Jobs.run("rules", arguments, database: db)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}
