@@ -175,7 +175,8 @@ extension WhyReport {
     static func preferences(_ connection: Connection, _ userID: UUID) throws -> Preferences? {
         // Every column but the key and the timestamp, so a category added later shows without a change here.
         guard let row = try connection.query("""
-            SELECT p.updated_at, (to_jsonb(p) - 'user_id' - 'updated_at')::text FROM push_notification_configs p WHERE p.user_id = \(userID)
+            SELECT p.updated_at, (to_jsonb(p) - 'user_id' - 'updated_at' - 'quiet_hours_start' - 'quiet_hours_end')::text
+              FROM push_notification_configs p WHERE p.user_id = \(userID)
             """).first else { return nil }
         let json: String = try row.decode(1)
         guard let switches = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Bool] else {

@@ -24,6 +24,8 @@ struct DecisionRecorder {
     private var data: [JSONText?] = []
     private var keys: [String?] = []
     private var expiries: [Date?] = []
+    private var deliverAts: [Date?] = []
+    private var pushes: [Bool] = []
 
     init(connection: Connection, scenario: String, category: NotificationCategory, runID: Int, asOf: Date, batchSize: Int = 500) {
         self.connection = connection
@@ -40,8 +42,21 @@ struct DecisionRecorder {
         switch decision {
         case .notify(let draft):
             outcomes.append("notified")
-            reasons.append(recipient.activeDevices == 0 ? NotifiedReason.inboxOnlyNoDevice : NotifiedReason.notified)
-            details.append(draft.why)
+            if let inboxOnly = draft.inboxOnly {
+                reasons.append(inboxOnly.reason)
+                details.append("\(draft.why); \(inboxOnly.detail)")
+            } else if recipient.activeDevices == 0 {
+                reasons.append(NotifiedReason.inboxOnlyNoDevice)
+                details.append(draft.why)
+            } else if let deliverAt = draft.deliverAt {
+                reasons.append(NotifiedReason.deferredQuietHours)
+                details.append("\(draft.why); the push waits for quiet hours to end: \(Timestamp.iso8601(deliverAt))")
+            } else {
+                reasons.append(NotifiedReason.notified)
+                details.append(draft.why)
+            }
+            deliverAts.append(draft.deliverAt)
+            pushes.append(draft.inboxOnly == nil)
             titles.append(draft.title)
             bodies.append(draft.body)
             data.append(JSONText(draft.dataJSON))
@@ -56,6 +71,8 @@ struct DecisionRecorder {
             data.append(nil)
             keys.append(nil)
             expiries.append(nil)
+            deliverAts.append(nil)
+            pushes.append(false)
         }
         if users.count >= batchSize { try flush(into: &summary) }
     }
@@ -70,8 +87,9 @@ struct DecisionRecorder {
                                      \(PostgresArray(reasons))::text[], \(PostgresArray(details))::text[],
                                      \(PostgresArray(titles))::text[], \(PostgresArray(bodies))::text[],
                                      \(PostgresArray(data))::jsonb[], \(PostgresArray(keys))::text[],
-                                     \(PostgresArray(expiries))::timestamptz[], \(PostgresArray(subjects))::text[])
-                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject)
+                                     \(PostgresArray(expiries))::timestamptz[], \(PostgresArray(subjects))::text[],
+                                     \(PostgresArray(deliverAts))::timestamptz[], \(PostgresArray(pushes))::bool[])
+                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push)
             ), inserted AS (
                 INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject)
                 SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject
@@ -79,8 +97,13 @@ struct DecisionRecorder {
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
             ), queued AS (
-                INSERT INTO deliveries (notification_id, device_token_id)
-                SELECT i.id, d.id FROM inserted i JOIN active_device_tokens d ON d.user_id = i.user_id
+                INSERT INTO deliveries (notification_id, device_token_id, next_attempt_at)
+                SELECT i.id, d.id, coalesce(t.deliver_at, now())
+                  FROM inserted i
+                  JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, deliver_at, push FROM input WHERE outcome = 'notified'
+                         ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key
+                  JOIN active_device_tokens d ON d.user_id = i.user_id
+                 WHERE t.push
                 RETURNING 1
             ), decided AS (
                 INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at, subject)
@@ -109,5 +132,7 @@ struct DecisionRecorder {
         data.removeAll(keepingCapacity: true)
         keys.removeAll(keepingCapacity: true)
         expiries.removeAll(keepingCapacity: true)
+        deliverAts.removeAll(keepingCapacity: true)
+        pushes.removeAll(keepingCapacity: true)
     }
 }

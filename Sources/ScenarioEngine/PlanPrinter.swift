@@ -49,7 +49,10 @@ public struct PlanPrinter {
         switch decision {
         case .notify(let draft):
             let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
-            emit("NOTIFY  \(who): \(draft.why); \(devices)")
+            var push = ""
+            if let inboxOnly = draft.inboxOnly { push = "; \(inboxOnly.detail)" }
+            else if let deliverAt = draft.deliverAt, recipient.activeDevices > 0 { push = "; DEFER the push until \(Timestamp.iso8601(deliverAt)) (quiet hours)" }
+            emit("NOTIFY  \(who): \(draft.why); \(devices)\(push)")
             emit("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
             emit("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
         case .suppress(let reason, let detail):
@@ -74,6 +77,8 @@ public struct PlanPrinter {
             writer.add("data", json: draft.dataJSON)
             writer.add("dedupe_key", draft.dedupeKey)
             writer.add("devices", recipient.activeDevices)
+            if let deliverAt = draft.deliverAt, draft.inboxOnly == nil { writer.add("deliver_at", Timestamp.iso8601(deliverAt)) }
+            if let inboxOnly = draft.inboxOnly { writer.add("inbox_only", inboxOnly.reason) }
         case .suppress(let reason, let detail):
             writer.add("decision", "suppress")
             writer.add("reason", reason.rawValue)

@@ -14,6 +14,8 @@ public struct Recipient: Sendable {
     public var pushEnabled: Bool
     public var categoryEnabled: Bool
     public var activeDevices: Int
+    /// The user's quiet hours (else the organization's), as seconds after local midnight, if any.
+    public var quietHours: (start: Int, end: Int)?
 
     /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
     static func wrap(_ query: Query, category: NotificationCategory) -> Query {
@@ -22,10 +24,13 @@ public struct Recipient: Sendable {
                u.locale AS recipient_locale, u.time_zone AS recipient_time_zone,
                coalesce(pc.enabled, true) AS recipient_push_enabled,
                coalesce(\(sql: category.preferenceColumn), true) AS recipient_category_enabled,
-               (SELECT count(*) FROM active_device_tokens dt WHERE dt.user_id = u.id) AS recipient_devices
+               (SELECT count(*) FROM active_device_tokens dt WHERE dt.user_id = u.id) AS recipient_devices,
+               extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int AS recipient_quiet_start,
+               extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int AS recipient_quiet_end
           FROM (\(query)) c
           JOIN users u ON u.id = c.user_id
           LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
+          LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
         """
     }
 
@@ -39,6 +44,9 @@ public struct Recipient: Sendable {
         pushEnabled = try row.decode("recipient_push_enabled")
         categoryEnabled = try row.decode("recipient_category_enabled")
         activeDevices = try row.decode("recipient_devices")
+        if let start = try row.decode("recipient_quiet_start", as: Int?.self), let end = try row.decode("recipient_quiet_end", as: Int?.self) {
+            quietHours = (start, end)
+        }
     }
 }
 

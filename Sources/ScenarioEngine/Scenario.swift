@@ -74,6 +74,10 @@ public struct NotificationDraft: Sendable {
     public var expiresAt: Date?
     /// Why this user is told, for the plan and `decisions.detail`.
     public var why: String
+    /// When the push may go (quiet hours); nil: at once. The inbox row is stored at once either way.
+    public var deliverAt: Date?
+    /// Why the notification goes to the inbox only, without a push (a policy's reason), if it does.
+    public var inboxOnly: NotifiedReason.InboxOnly?
 
     public init(title: String, body: String, data: [(String, String)], dedupeKey: String, expiresAt: Date?, why: String) {
         self.title = title
@@ -108,6 +112,18 @@ public enum NotifiedReason {
     public static let notified = "notified"
     /// Stored in the inbox; the user has no active device to push to.
     public static let inboxOnlyNoDevice = "inbox_only_no_device"
+    /// Stored in the inbox at once; the push waits for the user's quiet hours to end.
+    public static let deferredQuietHours = "deferred_quiet_hours"
+
+    /// A policy's reason to store a notification without pushing it, with the detail for people.
+    public struct InboxOnly: Sendable {
+        public var reason: String
+        public var detail: String
+        public init(reason: String, detail: String) {
+            self.reason = reason
+            self.detail = detail
+        }
+    }
 }
 
 /// The inbox categories. Each has a switch (a column) in `push_notification_configs`, so a new one comes

@@ -96,7 +96,8 @@ SELECT ('00000000-0000-4000-8000-000000000' || u.n)::uuid,
     ('121', 'peer_mentor', 'Hilde Pedersen', NULL, '350 days', NULL),
     -- Eirik Larsen: last activity 22 days ago, no device token → notified, inbox row only (no delivery).
     ('122', 'peer_mentor', 'Eirik Larsen',   NULL, '200 days', NULL),
-    -- Tone Andersen: last activity 25 days ago, APNs production + FCM → notified, two deliveries.
+    -- Tone Andersen: last activity 25 days ago, APNs production + FCM → notified, two deliveries, which wait
+    -- for the end of her own quiet hours (two hours from now).
     ('123', 'peer_mentor', 'Tone Andersen',  NULL, '380 days', NULL),
     -- Geir Olsen: last activity 18 days ago, one retired APNs token + one active FCM → notified, one delivery (FCM).
     ('124', 'peer_mentor', 'Geir Olsen',     NULL, '420 days', NULL),
@@ -230,6 +231,12 @@ INSERT INTO push_notification_configs (user_id, enabled, inactivity, updated_at)
     ('00000000-0000-4000-8000-000000000121', true,  false, pg_temp.ago('45 days')),   -- Hilde: inactivity category off
     ('00000000-0000-4000-8000-000000000111', true,  true,  pg_temp.ago('100 days')),  -- Kari: explicit all-on
     ('00000000-0000-4000-8000-000000000128', true,  true,  pg_temp.ago('100 days'));  -- Emma: explicit all-on
+
+-- Tone Andersen keeps quiet hours of her own, set so that the demo always runs inside them (from an hour
+-- ago to two hours from now, Oslo time): her reminder is in her inbox at once, its push waits.
+INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end, updated_at)
+SELECT '00000000-0000-4000-8000-000000000123', ((now() AT TIME ZONE 'Europe/Oslo') - interval '1 hour')::time(0),
+       ((now() AT TIME ZONE 'Europe/Oslo') + interval '2 hours')::time(0), pg_temp.ago('10 days');
 
 -- Device tokens ------------------------------------------------------------------------------------------
 -- (user, provider, apns environment, registered days ago, retired days ago). Staff have devices too.

@@ -1,0 +1,45 @@
+import Foundation
+import Postgres
+
+/// Quiet hours: a push decided inside the user's window (their own, else their organization's; local
+/// wall-clock times in their time zone) is stored in the inbox at once, and its delivery waits until the
+/// window ends. Deferred, never dropped: only a notification that expires before the window ends goes to
+/// the inbox without a push, and the decision says so.
+///
+/// The end is the first instant the local clock reads the end time after now: on the day clocks go
+/// forward an end inside the skipped hour becomes the first instant after the gap (02:30 → 03:00), and on
+/// the day they go back an end inside the repeated hour is its first occurrence.
+public struct QuietHours: Policy {
+    public init() {}
+
+    public var reasons: [SuppressionReason] { [] }
+
+    public func shape(_ draft: inout NotificationDraft, _ candidate: PolicyContext) -> Suppression? {
+        guard let window = candidate.recipient.quietHours,
+              let end = QuietHours.end(of: window, at: candidate.now, zone: candidate.recipient.timeZone) else { return nil }
+        let local = QuietHours.clock(window.end)
+        if let expiry = draft.expiresAt, expiry <= end {
+            draft.inboxOnly = NotifiedReason.InboxOnly(
+                reason: "inbox_only_quiet_hours",
+                detail: "quiet hours until \(local) \(candidate.recipient.timeZone), and it expires before (\(Timestamp.iso8601(expiry))): inbox only, no push")
+        } else {
+            draft.deliverAt = end
+        }
+        return nil
+    }
+
+    /// When the window that `instant` falls in ends, or nil when `instant` is outside it.
+    public static func end(of window: (start: Int, end: Int), at instant: Date, zone: String) -> Date? {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.hour, .minute, .second], from: instant)
+        let now = parts.hour! * 3600 + parts.minute! * 60 + parts.second!
+        let inside = window.start < window.end ? (now >= window.start && now < window.end) : (now >= window.start || now < window.end)
+        guard inside else { return nil }
+        let target = DateComponents(hour: window.end / 3600, minute: window.end % 3600 / 60, second: window.end % 60)
+        return calendar.nextDate(after: instant, matching: target, matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward)
+    }
+
+    /// "07:00" for 25200 seconds after midnight.
+    static func clock(_ seconds: Int) -> String { String(format: "%02d:%02d", seconds / 3600, seconds % 3600 / 60) }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Postgres
+import ScenarioEngine
+import Testing
+import TestSupport
+
+/// Quiet hours: the inbox row at once, the push when the window ends (in the user's local time), and
+/// never a push that would outlive its notification.
+@Suite struct QuietHoursTests {
+    static func at(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso)! }
+    static let nightWindow = (start: 22 * 3600, end: 7 * 3600)
+
+    @Test func theWindowEndsAtTheNextLocalEndTime() {
+        // 23:30 in Oslo (summer): until 07:00 the next morning.
+        #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-06-15T21:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T05:00:00Z"))
+        // 03:00 in Oslo: the same morning.
+        #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-06-16T01:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T05:00:00Z"))
+        // Noon: outside.
+        #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-06-16T10:00:00Z"), zone: "Europe/Oslo") == nil)
+        // A window within one day.
+        #expect(QuietHours.end(of: (9 * 3600, 17 * 3600), at: Self.at("2026-06-16T08:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T15:00:00Z"))
+    }
+
+    @Test func theDaysClocksChangeInOsloEndAtOneWellDefinedInstant() {
+        let window = (start: 22 * 3600, end: 2 * 3600 + 30 * 60) // 22:00–02:30
+        // 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30 never happens: the first instant after the gap.
+        #expect(QuietHours.end(of: window, at: Self.at("2026-03-29T00:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T01:00:00Z"))
+        // 2026-10-25: 03:00 CEST goes back to 02:00 CET, so 02:30 happens twice: the first one.
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-24T23:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T00:30:00Z"))
+        // An ordinary night's end on either day.
+        #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-03-28T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T05:00:00Z"))
+        #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-10-24T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"))
+    }
+}
+
+/// Quiet hours through the jobs: the organization's window, a user's own, the dry run, expiry.
+@Suite struct QuietHoursJobTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+    /// 23:30 in Oslo on a summer evening.
+    static let evening = QuietHoursTests.at("2026-06-15T21:30:00Z")
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: QuietHoursJobTests.evening)
+        org = try f.organization("Org")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end) VALUES (\(org), '22:00', '07:00')")
+    }
+
+    func nextAttempts(_ user: UUID) throws -> [String] {
+        try f.connection.query("""
+            SELECT to_char(d.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') FROM deliveries d
+              JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user)
+            """).map { try $0.decode(0) }
+    }
+
+    @Test func aPushDecidedInQuietHoursIsStoredAtOnceAndWaitsForTheMorning() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let plan = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"])
+        #expect(plan.stdout.contains("DEFER the push until 2026-06-16T05:00:00Z (quiet hours)"), "\(plan.stdout)")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try f.inbox(kari).count == 1, "in the inbox at once")
+        #expect(try nextAttempts(kari) == ["2026-06-16T05:00:00Z"], "07:00 in Oslo")
+        #expect(try f.decisions(kari) == ["notified:deferred_quiet_hours"])
+    }
+
+    @Test func aUsersOwnWindowBeatsTheOrganizations() throws {
+        let owl = try f.mentor(org, "Night owl", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(owl), '01:00', '06:00')")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let due: [Bool] = try f.connection.query("""
+            SELECT d.next_attempt_at <= now() FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(owl)
+            """).map { try $0.decode(0) }
+        #expect(due == [true], "not in their own window: due at once")
+        #expect(try f.decisions(owl) == ["notified:notified"])
+    }
+
+    @Test func aNotificationThatExpiresBeforeTheWindowEndsGoesToTheInboxOnly() throws {
+        // The overdue digest expires at local midnight, before 07:00.
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        try f.assignment(org, mentor: ola, coordinator: linda, dispatchedDaysAgo: 12)
+        let result = try Jobs.run("overdue-digest", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try f.inbox(linda).count == 1)
+        #expect(try nextAttempts(linda).isEmpty, "no push that would outlive its notification")
+        #expect(try f.decisions(linda) == ["notified:inbox_only_quiet_hours"])
+    }
+}
