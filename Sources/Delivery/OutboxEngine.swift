@@ -235,7 +235,7 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL),
-                      d.next_attempt_at::text, t.last_seen_at
+                      d.next_attempt_at::text, t.last_seen_at, n.critical
             """)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -244,7 +244,7 @@ public final class OutboxEngine {
                 deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
                 message: PushMessage(notificationID: try row.decode(7), category: try row.decode(8), title: try row.decode(9),
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
-                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self)),
+                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16)),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy)
         }

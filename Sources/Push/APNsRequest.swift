@@ -83,6 +83,7 @@ public struct APNsRequestBuilder: Sendable {
         aps.add("sound", sound(for: message.category))
         aps.add("thread-id", message.category)
         aps.add("category", message.category)
+        if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
         var root = JSONWriter()
         root.add("aps", object: aps)
         root.add("notification_id", message.notificationID.lowercasedString)

@@ -53,7 +53,9 @@ public struct FCMRequestBuilder: Sendable {
         data.add("category", message.category)
         for (key, value) in message.data where key != "notification_id" && key != "category" { data.add(key, value) }
         var androidNotification = JSONWriter()
-        androidNotification.add("channel_id", message.category)
+        // A critical category has a channel of its own, which the app creates with high importance.
+        androidNotification.add("channel_id", message.timeSensitive ? message.category + "_critical" : message.category)
+        if message.timeSensitive { androidNotification.add("notification_priority", "PRIORITY_MAX") }
         androidNotification.add("notification_count", message.badge)
         androidNotification.add("tag", message.collapseID)
         var android = JSONWriter()

@@ -15,8 +15,12 @@ public struct PushMessage: Sendable {
     public var expiresAt: Date?
     /// The device shows one notification per collapse id, so a resend after a crash shows once.
     public var collapseID: String { notificationID.lowercasedString }
+    /// A critical category's push: APNs `interruption-level: time-sensitive`, Android's critical channel.
+    public var timeSensitive = false
 
-    public init(notificationID: UUID, category: String, title: String, body: String, data: [(String, String)], badge: Int, expiresAt: Date?) {
+    public init(notificationID: UUID, category: String, title: String, body: String, data: [(String, String)], badge: Int, expiresAt: Date?,
+                timeSensitive: Bool = false) {
+        self.timeSensitive = timeSensitive
         self.notificationID = notificationID
         self.category = category
         self.title = title

@@ -26,6 +26,7 @@ struct DecisionRecorder {
     private var expiries: [Date?] = []
     private var deliverAts: [Date?] = []
     private var pushes: [Bool] = []
+    private var criticals: [Bool] = []
 
     init(connection: Connection, scenario: String, category: NotificationCategory, runID: Int, asOf: Date, batchSize: Int = 500) {
         self.connection = connection
@@ -57,6 +58,7 @@ struct DecisionRecorder {
             }
             deliverAts.append(draft.deliverAt)
             pushes.append(draft.inboxOnly == nil)
+            criticals.append(draft.critical)
             titles.append(draft.title)
             bodies.append(draft.body)
             data.append(JSONText(draft.dataJSON))
@@ -73,6 +75,7 @@ struct DecisionRecorder {
             expiries.append(nil)
             deliverAts.append(nil)
             pushes.append(false)
+            criticals.append(false)
         }
         if users.count >= batchSize { try flush(into: &summary) }
     }
@@ -88,11 +91,12 @@ struct DecisionRecorder {
                                      \(PostgresArray(titles))::text[], \(PostgresArray(bodies))::text[],
                                      \(PostgresArray(data))::jsonb[], \(PostgresArray(keys))::text[],
                                      \(PostgresArray(expiries))::timestamptz[], \(PostgresArray(subjects))::text[],
-                                     \(PostgresArray(deliverAts))::timestamptz[], \(PostgresArray(pushes))::bool[])
-                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push)
+                                     \(PostgresArray(deliverAts))::timestamptz[], \(PostgresArray(pushes))::bool[],
+                                     \(PostgresArray(criticals))::bool[])
+                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push, critical)
             ), inserted AS (
-                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject)
-                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject
+                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical)
+                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
@@ -134,5 +138,6 @@ struct DecisionRecorder {
         expiries.removeAll(keepingCapacity: true)
         deliverAts.removeAll(keepingCapacity: true)
         pushes.removeAll(keepingCapacity: true)
+        criticals.removeAll(keepingCapacity: true)
     }
 }

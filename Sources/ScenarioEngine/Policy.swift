@@ -47,7 +47,7 @@ extension SuppressionReason {
 
 /// The policies every scenario runs through, in order.
 public enum Policies {
-    public static let standard: [any Policy] = [OrganizationSwitch(), MasterSwitch(), CategorySwitch(), QuietHours()]
+    public static let standard: [any Policy] = [OrganizationSwitch(), MasterSwitch(), CategorySwitch(), CriticalCategories(), QuietHours()]
 }
 
 /// An organization that turned the scenario off: nobody in it is told, whatever their preferences.
@@ -66,10 +66,22 @@ public struct MasterSwitch: Policy {
     }
 }
 
-/// The user's switch for the scenario's category.
+/// The user's switch for the scenario's category; a category the organization marks critical goes through
+/// it (the master switch, before it, still rules).
 public struct CategorySwitch: Policy {
     public var reasons: [SuppressionReason] { [.categoryDisabled] }
     public func screen(_ c: PolicyContext) -> Suppression? {
-        c.recipient.categoryEnabled ? nil : Suppression(.categoryDisabled, "the user has turned \(c.category.rawValue) notifications off")
+        c.recipient.categoryEnabled || c.recipient.criticalCategory
+            ? nil : Suppression(.categoryDisabled, "the user has turned \(c.category.rawValue) notifications off")
+    }
+}
+
+/// A category the organization marks critical: pushed with the platforms' time-sensitive presentation,
+/// and through quiet hours (`QuietHours` leaves a critical draft alone).
+public struct CriticalCategories: Policy {
+    public var reasons: [SuppressionReason] { [] }
+    public func shape(_ draft: inout NotificationDraft, _ c: PolicyContext) -> Suppression? {
+        if c.recipient.criticalCategory { draft.critical = true }
+        return nil
     }
 }

@@ -16,6 +16,8 @@ public struct Recipient: Sendable {
     public var activeDevices: Int
     /// The user's quiet hours (else the organization's), as seconds after local midnight, if any.
     public var quietHours: (start: Int, end: Int)?
+    /// Whether the organization marks this notification's category critical.
+    public var criticalCategory: Bool
 
     /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
     static func wrap(_ query: Query, category: NotificationCategory) -> Query {
@@ -26,7 +28,8 @@ public struct Recipient: Sendable {
                coalesce(\(sql: category.preferenceColumn), true) AS recipient_category_enabled,
                (SELECT count(*) FROM active_device_tokens dt WHERE dt.user_id = u.id) AS recipient_devices,
                extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int AS recipient_quiet_start,
-               extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int AS recipient_quiet_end
+               extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int AS recipient_quiet_end,
+               coalesce(\(category.rawValue) = ANY(op.critical_categories), false) AS recipient_critical
           FROM (\(query)) c
           JOIN users u ON u.id = c.user_id
           LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
@@ -44,6 +47,7 @@ public struct Recipient: Sendable {
         pushEnabled = try row.decode("recipient_push_enabled")
         categoryEnabled = try row.decode("recipient_category_enabled")
         activeDevices = try row.decode("recipient_devices")
+        criticalCategory = try row.decode("recipient_critical")
         if let start = try row.decode("recipient_quiet_start", as: Int?.self), let end = try row.decode("recipient_quiet_end", as: Int?.self) {
             quietHours = (start, end)
         }

@@ -78,6 +78,8 @@ public struct NotificationDraft: Sendable {
     public var deliverAt: Date?
     /// Why the notification goes to the inbox only, without a push (a policy's reason), if it does.
     public var inboxOnly: NotifiedReason.InboxOnly?
+    /// A critical category's notification: time-sensitive on the phone, not held by quiet hours.
+    public var critical = false
 
     public init(title: String, body: String, data: [(String, String)], dedupeKey: String, expiresAt: Date?, why: String) {
         self.title = title
