@@ -14,19 +14,16 @@ struct DecisionRecorder {
     let asOf: Date
     let batchSize: Int
 
-    private var users: [UUID] = []
-    private var subjects: [String?] = []
-    private var outcomes: [String] = []
-    private var reasons: [String] = []
-    private var details: [String?] = []
-    private var titles: [String?] = []
-    private var bodies: [String?] = []
-    private var data: [JSONText?] = []
-    private var keys: [String?] = []
-    private var expiries: [Date?] = []
-    private var deliverAts: [Date?] = []
-    private var pushes: [Bool] = []
-    private var criticals: [Bool] = []
+    /// One decided candidate, as it will be written.
+    private struct Row {
+        var user: UUID
+        var subject: String?
+        var reason: String
+        var detail: String
+        /// The notification to store (nil: suppressed).
+        var draft: NotificationDraft?
+    }
+    private var rows: [Row] = []
 
     init(connection: Connection, scenario: String, category: NotificationCategory, runID: Int, asOf: Date, batchSize: Int = 500) {
         self.connection = connection
@@ -38,61 +35,40 @@ struct DecisionRecorder {
     }
 
     mutating func add(_ recipient: Recipient, subject: String?, _ decision: Decision, into summary: inout ScenarioSummary) throws {
-        users.append(recipient.userID)
-        subjects.append(subject)
         switch decision {
         case .notify(let draft):
-            outcomes.append("notified")
+            var (reason, detail) = (NotifiedReason.notified, draft.why)
             if let inboxOnly = draft.inboxOnly {
-                reasons.append(inboxOnly.reason)
-                details.append("\(draft.why); \(inboxOnly.detail)")
+                (reason, detail) = (inboxOnly.reason, "\(draft.why); \(inboxOnly.detail)")
             } else if recipient.activeDevices == 0 {
-                reasons.append(NotifiedReason.inboxOnlyNoDevice)
-                details.append(draft.why)
+                reason = NotifiedReason.inboxOnlyNoDevice
             } else if let deliverAt = draft.deliverAt {
-                reasons.append(NotifiedReason.deferredQuietHours)
-                details.append("\(draft.why); the push waits for quiet hours to end: \(Timestamp.iso8601(deliverAt))")
-            } else {
-                reasons.append(NotifiedReason.notified)
-                details.append(draft.why)
+                (reason, detail) = (NotifiedReason.deferredQuietHours, "\(draft.why); the push waits for quiet hours to end: \(Timestamp.iso8601(deliverAt))")
             }
-            deliverAts.append(draft.deliverAt)
-            pushes.append(draft.inboxOnly == nil)
-            criticals.append(draft.critical)
-            titles.append(draft.title)
-            bodies.append(draft.body)
-            data.append(JSONText(draft.dataJSON))
-            keys.append(draft.dedupeKey)
-            expiries.append(draft.expiresAt)
+            rows.append(Row(user: recipient.userID, subject: subject, reason: reason, detail: detail, draft: draft))
         case .suppress(let reason, let detail):
-            outcomes.append("suppressed")
-            reasons.append(reason.rawValue)
-            details.append(detail)
-            titles.append(nil)
-            bodies.append(nil)
-            data.append(nil)
-            keys.append(nil)
-            expiries.append(nil)
-            deliverAts.append(nil)
-            pushes.append(false)
-            criticals.append(false)
+            rows.append(Row(user: recipient.userID, subject: subject, reason: reason.rawValue, detail: detail, draft: nil))
         }
-        if users.count >= batchSize { try flush(into: &summary) }
+        if rows.count >= batchSize { try flush(into: &summary) }
     }
 
     mutating func flush(into summary: inout ScenarioSummary) throws {
-        guard !users.isEmpty else { return }
-        let planned = outcomes.filter { $0 == "notified" }.count
+        guard !rows.isEmpty else { return }
+        let drafts = rows.map(\.draft)
+        let planned = drafts.filter { $0 != nil }.count
         let category = category.rawValue
         let query: Query = """
             WITH input AS (
-                SELECT * FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(outcomes))::text[],
-                                     \(PostgresArray(reasons))::text[], \(PostgresArray(details))::text[],
-                                     \(PostgresArray(titles))::text[], \(PostgresArray(bodies))::text[],
-                                     \(PostgresArray(data))::jsonb[], \(PostgresArray(keys))::text[],
-                                     \(PostgresArray(expiries))::timestamptz[], \(PostgresArray(subjects))::text[],
-                                     \(PostgresArray(deliverAts))::timestamptz[], \(PostgresArray(pushes))::bool[],
-                                     \(PostgresArray(criticals))::bool[])
+                SELECT * FROM unnest(\(PostgresArray(rows.map(\.user)))::uuid[],
+                                     \(PostgresArray(drafts.map { $0 == nil ? "suppressed" : "notified" }))::text[],
+                                     \(PostgresArray(rows.map(\.reason)))::text[], \(PostgresArray(rows.map(\.detail)))::text[],
+                                     \(PostgresArray(drafts.map { $0?.title }))::text[], \(PostgresArray(drafts.map { $0?.body }))::text[],
+                                     \(PostgresArray(drafts.map { $0.map { JSONText($0.dataJSON) } }))::jsonb[],
+                                     \(PostgresArray(drafts.map { $0?.dedupeKey }))::text[],
+                                     \(PostgresArray(drafts.map { $0?.expiresAt }))::timestamptz[], \(PostgresArray(rows.map(\.subject)))::text[],
+                                     \(PostgresArray(drafts.map { $0?.deliverAt }))::timestamptz[],
+                                     \(PostgresArray(drafts.map { $0.map { $0.inboxOnly == nil } ?? false }))::bool[],
+                                     \(PostgresArray(drafts.map { $0?.critical ?? false }))::bool[])
                     AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push, critical)
             ), inserted AS (
                 INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical)
@@ -126,18 +102,6 @@ struct DecisionRecorder {
         summary.inboxRows += inserted
         summary.deliveries += try row.decode(1)
         summary.duplicates += planned - inserted
-        users.removeAll(keepingCapacity: true)
-        subjects.removeAll(keepingCapacity: true)
-        outcomes.removeAll(keepingCapacity: true)
-        reasons.removeAll(keepingCapacity: true)
-        details.removeAll(keepingCapacity: true)
-        titles.removeAll(keepingCapacity: true)
-        bodies.removeAll(keepingCapacity: true)
-        data.removeAll(keepingCapacity: true)
-        keys.removeAll(keepingCapacity: true)
-        expiries.removeAll(keepingCapacity: true)
-        deliverAts.removeAll(keepingCapacity: true)
-        pushes.removeAll(keepingCapacity: true)
-        criticals.removeAll(keepingCapacity: true)
+        rows.removeAll(keepingCapacity: true)
     }
 }

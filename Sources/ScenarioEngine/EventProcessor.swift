@@ -78,18 +78,11 @@ extension EventScenario {
         let (rules, invalid) = try RuleLoader.load(self, only: [], from: connection)
         for failure in invalid { logger.error("\(failure.message) (its events are marked processed without a decision)") }
         summary.invalidOrganizations += invalid.count
-        let byOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
         let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category)
         // Decide while the rows stream in; record after, on the same connection (it is busy while streaming).
         var decided: [(Recipient, String?, Decision, String)] = []
-        let columns = ColumnIndex()
-        try connection.stream(query, binary: true) { row in
-            columns.learn(row)
-            let candidateRow = CandidateRow(row: row, columns: columns)
-            guard let rule = byOrganization[try candidateRow.decode("recipient_organization_id")] else { return }
-            let recipient = try Recipient(candidateRow, rule: rule)
-            let decision = try runner.decide(candidateRow, recipient: recipient, rule: rule, now: now)
-            decided.append((recipient, try candidateRow.decode("subject", as: String?.self), decision, rule.organizationName))
+        try runner.decideEach(query, rules: rules, on: connection, now: now) { recipient, subject, decision, rule in
+            decided.append((recipient, subject, decision, rule.organizationName))
         }
         for (recipient, subject, decision, organization) in decided {
             summary.count(decision)

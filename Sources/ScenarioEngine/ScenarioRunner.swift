@@ -81,19 +81,11 @@ public struct ScenarioRunner<S: Scenario> {
                                         runID: run.runID!, asOf: now)
         }
 
-        let rulesByOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
-        let columns = ColumnIndex()
         let started = ContinuousClock.now
         do {
             try reader.transaction(.readOnly) {
-                try reader.stream(query, binary: true) { row in
+                try decideEach(query, rules: rules, on: reader, now: now) { recipient, subject, decision, rule in
                     if recorder != nil && StopRequest.shared.isRequested { throw Stopped() }
-                    columns.learn(row)
-                    let candidateRow = CandidateRow(row: row, columns: columns)
-                    guard let rule = rulesByOrganization[try candidateRow.decode("recipient_organization_id")] else { return }
-                    let recipient = try Recipient(candidateRow, rule: rule)
-                    let subject = try candidateRow.decode("subject", as: String?.self)
-                    let decision = try decide(candidateRow, recipient: recipient, rule: rule, now: now)
                     summary.count(decision)
                     if let printer {
                         printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision)
@@ -129,6 +121,22 @@ public struct ScenarioRunner<S: Scenario> {
             }
         }
         return summary
+    }
+
+    /// Streams `query` (a candidate query wrapped by `Recipient.wrap`) on `connection` and hands each candidate
+    /// of an organization in `rules` to `body`, decided: the policies and the scenario's decision. The one
+    /// decision loop of scheduled runs, event batches and the rules what-if.
+    func decideEach(_ query: Query, rules: [OrganizationRule<S.Settings>], on connection: Connection, now: Date,
+                    _ body: (Recipient, String?, Decision, OrganizationRule<S.Settings>) throws -> Void) throws {
+        let byOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
+        let columns = ColumnIndex()
+        try connection.stream(query, binary: true) { row in
+            columns.learn(row)
+            let candidate = CandidateRow(row: row, columns: columns)
+            guard let rule = byOrganization[try candidate.decode("recipient_organization_id")] else { return }
+            let recipient = try Recipient(candidate, rule: rule)
+            try body(recipient, try candidate.decode("subject", as: String?.self), try decide(candidate, recipient: recipient, rule: rule, now: now), rule)
+        }
     }
 
     /// The policies' screens, the scenario's decision, then the policies' shaping of a notification.

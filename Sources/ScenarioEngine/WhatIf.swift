@@ -46,15 +46,11 @@ public enum WhatIf {
         let runner = ScenarioRunner(scenario, options: options, policies: policies)
         let (loaded, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)
         let rules = loaded.filter { scenario.notDue($0, now: now) == nil }
-        let byOrganization = Dictionary(rules.map { ($0.organizationID, $0) }, uniquingKeysWith: { first, _ in first })
         var count = Count(invalidOrganizations: invalid.count)
-        let columns = ColumnIndex()
-        try connection.stream(Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category), binary: true) { row in
-            columns.learn(row)
-            let candidate = CandidateRow(row: row, columns: columns)
-            guard let rule = byOrganization[try candidate.decode("recipient_organization_id")] else { return }
+        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category)
+        try runner.decideEach(query, rules: rules, on: connection, now: now) { _, _, decision, _ in
             count.candidates += 1
-            switch try runner.decide(candidate, recipient: try Recipient(candidate, rule: rule), rule: rule, now: now) {
+            switch decision {
             case .notify: count.notified += 1
             case .suppress(let reason, _): count.suppressed[reason.rawValue, default: 0] += 1
             }
