@@ -234,8 +234,9 @@ public final class OutboxEngine {
              WHERE d.id = ANY(ARRAY(SELECT id FROM due)) AND n.id = d.notification_id AND t.id = d.device_token_id
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
-                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL),
-                      d.next_attempt_at::text, t.last_seen_at, n.critical
+                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
+                      d.next_attempt_at::text, t.last_seen_at, n.critical,
+                      (SELECT array[c.android_channel_id, c.sound, c.apns_thread_id] FROM notification_categories c WHERE c.category = n.category)
             """)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -244,10 +245,17 @@ public final class OutboxEngine {
                 deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
                 message: PushMessage(notificationID: try row.decode(7), category: try row.decode(8), title: try row.decode(9),
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
-                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16)),
+                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
+                                     presentation: OutboxEngine.presentation(try row.decode(17, as: [String]?.self))),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy)
         }
+    }
+
+    /// A `notification_categories` row's presentation (channel, sound, thread), or nil for the fallback.
+    static func presentation(_ columns: [String]?) -> PushMessage.Presentation? {
+        guard let columns, columns.count == 3 else { return nil }
+        return PushMessage.Presentation(androidChannel: columns[0], sound: columns[1], apnsThread: columns[2])
     }
 
     /// The string members of a jsonb object, in key order (FCM's data takes strings only).

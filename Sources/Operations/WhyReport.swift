@@ -173,9 +173,10 @@ extension WhyReport {
     }
 
     static func preferences(_ connection: Connection, _ userID: UUID) throws -> Preferences? {
-        // Every column but the key and the timestamp, so a category added later shows without a change here.
+        // Every boolean column (the switches), so a category added later shows without a change here.
         guard let row = try connection.query("""
-            SELECT p.updated_at, (to_jsonb(p) - 'user_id' - 'updated_at' - 'quiet_hours_start' - 'quiet_hours_end')::text
+            SELECT p.updated_at, (SELECT coalesce(jsonb_object_agg(key, value), '{}') FROM jsonb_each(to_jsonb(p))
+                                   WHERE jsonb_typeof(value) = 'boolean')::text
               FROM push_notification_configs p WHERE p.user_id = \(userID)
             """).first else { return nil }
         let json: String = try row.decode(1)

@@ -80,8 +80,8 @@ public struct APNsRequestBuilder: Sendable {
         var aps = JSONWriter()
         aps.add("alert", object: alert)
         aps.add("badge", message.badge)
-        aps.add("sound", sound(for: message.category))
-        aps.add("thread-id", message.category)
+        aps.add("sound", message.presentation.sound)
+        aps.add("thread-id", message.presentation.apnsThread)
         aps.add("category", message.category)
         if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
         var root = JSONWriter()
@@ -89,13 +89,5 @@ public struct APNsRequestBuilder: Sendable {
         root.add("notification_id", message.notificationID.lowercasedString)
         for (key, value) in message.data where key != "aps" && key != "notification_id" { root.add(key, value) }
         return root.utf8
-    }
-
-    /// The sound for a category: celebrations get their own, everything else the default.
-    static func sound(for category: String) -> String {
-        switch category {
-        case "milestone", "impact_summary", "honorarium": return "celebration.caf"
-        default: return "default"
-        }
     }
 }

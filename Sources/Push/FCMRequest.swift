@@ -54,7 +54,9 @@ public struct FCMRequestBuilder: Sendable {
         for (key, value) in message.data where key != "notification_id" && key != "category" { data.add(key, value) }
         var androidNotification = JSONWriter()
         // A critical category has a channel of its own, which the app creates with high importance.
-        androidNotification.add("channel_id", message.timeSensitive ? message.category + "_critical" : message.category)
+        let channel = message.presentation.androidChannel
+        androidNotification.add("channel_id", message.timeSensitive ? channel + "_critical" : channel)
+        androidNotification.add("sound", message.presentation.sound)
         if message.timeSensitive { androidNotification.add("notification_priority", "PRIORITY_MAX") }
         androidNotification.add("notification_count", message.badge)
         androidNotification.add("tag", message.collapseID)

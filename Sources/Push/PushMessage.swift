@@ -17,10 +17,29 @@ public struct PushMessage: Sendable {
     public var collapseID: String { notificationID.lowercasedString }
     /// A critical category's push: APNs `interruption-level: time-sensitive`, Android's critical channel.
     public var timeSensitive = false
+    /// How the phone presents the category (the `notification_categories` row).
+    public var presentation: Presentation
+
+    /// A category's Android channel (a time-sensitive push uses `<channel>_critical`), sound and APNs thread.
+    public struct Presentation: Sendable, Equatable {
+        public var androidChannel: String
+        public var sound: String
+        public var apnsThread: String
+        public init(androidChannel: String, sound: String, apnsThread: String) {
+            self.androidChannel = androidChannel
+            self.sound = sound
+            self.apnsThread = apnsThread
+        }
+        /// For a category without a row: its own name as channel and thread, the default sound.
+        public static func fallback(_ category: String) -> Presentation {
+            Presentation(androidChannel: category, sound: "default", apnsThread: category)
+        }
+    }
 
     public init(notificationID: UUID, category: String, title: String, body: String, data: [(String, String)], badge: Int, expiresAt: Date?,
-                timeSensitive: Bool = false) {
+                timeSensitive: Bool = false, presentation: Presentation? = nil) {
         self.timeSensitive = timeSensitive
+        self.presentation = presentation ?? .fallback(category)
         self.notificationID = notificationID
         self.category = category
         self.title = title

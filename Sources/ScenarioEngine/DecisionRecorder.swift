@@ -22,6 +22,8 @@ struct DecisionRecorder {
         var detail: String
         /// The notification to store (nil: suppressed).
         var draft: NotificationDraft?
+        /// Whether it is pushed (a notification with a push, a policy letting it and a device to push to).
+        var push: Bool
     }
     private var rows: [Row] = []
 
@@ -45,15 +47,46 @@ struct DecisionRecorder {
             } else if let deliverAt = draft.deliverAt {
                 (reason, detail) = (NotifiedReason.deferredQuietHours, "\(draft.why); the push waits for quiet hours to end: \(Timestamp.iso8601(deliverAt))")
             }
-            rows.append(Row(user: recipient.userID, subject: subject, reason: reason, detail: detail, draft: draft))
+            rows.append(Row(user: recipient.userID, subject: subject, reason: reason, detail: detail, draft: draft,
+                            push: draft.inboxOnly == nil && recipient.activeDevices > 0))
         case .suppress(let reason, let detail):
-            rows.append(Row(user: recipient.userID, subject: subject, reason: reason.rawValue, detail: detail, draft: nil))
+            rows.append(Row(user: recipient.userID, subject: subject, reason: reason.rawValue, detail: detail, draft: nil, push: false))
         }
         if rows.count >= batchSize { try flush(into: &summary) }
     }
 
     mutating func flush(into summary: inout ScenarioSummary) throws {
         guard !rows.isEmpty else { return }
+        try connection.transaction {
+            let displaced = try takeDailySlots(into: &summary)
+            try record(displaced: displaced, into: &summary)
+        }
+        rows.removeAll(keepingCapacity: true)
+    }
+
+    /// Takes the daily slots the batch's capped pushes need; a push that gets none is stored without a
+    /// push (`capped`). Returns the waiting pushes that gave their slot up, with the dedupe key that took it.
+    private mutating func takeDailySlots(into summary: inout ScenarioSummary) throws -> [(victim: DailySlots.Taken, by: String)] {
+        let requests = rows.indices.compactMap { index -> DailySlots.Request? in
+            guard rows[index].push, let slot = rows[index].draft?.dailySlot else { return nil }
+            return DailySlots.Request(index: index, user: rows[index].user, slot: slot)
+        }
+        guard !requests.isEmpty else { return [] }
+        let allocation = DailySlots.allocate(requests, taken: try DailySlots.lockAndRead(requests, on: connection))
+        for request in requests where !allocation.granted.contains(request.index) {
+            rows[request.index].push = false
+            rows[request.index].reason = NotifiedReason.capped
+            rows[request.index].detail += "; the daily cap of \(request.slot.cap) non-critical pushes on \(request.slot.localDay) is reached: inbox only, no push"
+            summary.capped += 1
+        }
+        return allocation.displaced.map { victim, index in
+            rows[index].detail += "; took the daily slot of a waiting \(victim.scenario) push (priority \(victim.priority), lower than \(rows[index].draft!.dailySlot!.priority))"
+            return (victim, rows[index].draft!.dedupeKey)
+        }
+    }
+
+    /// The batch's one statement: inbox rows, deliveries, slots, displaced pushes cancelled, decisions.
+    private func record(displaced: [(victim: DailySlots.Taken, by: String)], into summary: inout ScenarioSummary) throws {
         let drafts = rows.map(\.draft)
         let planned = drafts.filter { $0 != nil }.count
         let category = category.rawValue
@@ -67,12 +100,16 @@ struct DecisionRecorder {
                                      \(PostgresArray(drafts.map { $0?.dedupeKey }))::text[],
                                      \(PostgresArray(drafts.map { $0?.expiresAt }))::timestamptz[], \(PostgresArray(rows.map(\.subject)))::text[],
                                      \(PostgresArray(drafts.map { $0?.deliverAt }))::timestamptz[],
-                                     \(PostgresArray(drafts.map { $0.map { $0.inboxOnly == nil } ?? false }))::bool[],
-                                     \(PostgresArray(drafts.map { $0?.critical ?? false }))::bool[])
-                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push, critical)
+                                     \(PostgresArray(rows.map(\.push)))::bool[],
+                                     \(PostgresArray(drafts.map { $0?.critical ?? false }))::bool[],
+                                     \(PostgresArray(rows.map { $0.push ? $0.draft?.inInbox ?? true : true }))::bool[],
+                                     \(PostgresArray(rows.map { $0.push ? $0.draft?.dailySlot?.localDay : nil }))::date[],
+                                     \(PostgresArray(rows.map { $0.push ? $0.draft?.dailySlot?.priority : nil }))::int[])
+                    AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push, critical,
+                         in_inbox, slot_day, slot_priority)
             ), inserted AS (
-                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical)
-                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical
+                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical, in_inbox)
+                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical, in_inbox
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
@@ -85,6 +122,32 @@ struct DecisionRecorder {
                   JOIN active_device_tokens d ON d.user_id = i.user_id
                  WHERE t.push
                 RETURNING 1
+            ), slotted AS (
+                INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
+                SELECT i.id, i.user_id, t.slot_day, t.slot_priority, \(scenario)
+                  FROM inserted i
+                  JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, slot_day, slot_priority FROM input WHERE outcome = 'notified'
+                         ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key
+                 WHERE t.slot_day IS NOT NULL
+                RETURNING 1
+            ), gave_up AS (
+                SELECT v.id, v.why FROM unnest(\(PostgresArray(displaced.map(\.victim.notificationID)))::uuid[],
+                                               \(PostgresArray(displaced.map(\.by)))::text[],
+                                               \(PostgresArray(displaced.map { _ in "capped: gave its daily slot to a higher-priority \(scenario) push" }))::text[])
+                           AS v(id, taken_by, why)
+                  JOIN inserted i ON i.dedupe_key = v.taken_by
+            ), slot_freed AS (
+                DELETE FROM daily_push_slots s USING gave_up g WHERE s.notification_id = g.id
+                RETURNING 1
+            ), cancelled AS (
+                UPDATE deliveries d SET state = 'cancelled', last_error = g.why, updated_at = now()
+                  FROM gave_up g
+                 WHERE d.notification_id = g.id AND d.state = 'pending'
+                RETURNING d.id, d.attempts, g.why
+            ), cancel_events AS (
+                INSERT INTO delivery_events (delivery_id, event, attempt, detail)
+                SELECT id, 'cancelled', attempts, why FROM cancelled
+                RETURNING 1
             ), decided AS (
                 INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at, subject)
                 SELECT \(runID), \(scenario), t.user_id,
@@ -94,14 +157,15 @@ struct DecisionRecorder {
                   FROM input t LEFT JOIN inserted i ON i.dedupe_key = t.dedupe_key
                 RETURNING 1
             )
-            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM queued), (SELECT count(*) FROM decided)
+            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM queued), (SELECT count(*) FROM decided),
+                   (SELECT count(*) FROM slot_freed), (SELECT count(*) FROM slotted), (SELECT count(*) FROM cancel_events)
             """
-        let counts = try connection.transaction { try connection.query(query) }
+        let counts = try connection.query(query)
         guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
         let inserted: Int = try row.decode(0)
         summary.inboxRows += inserted
         summary.deliveries += try row.decode(1)
         summary.duplicates += planned - inserted
-        rows.removeAll(keepingCapacity: true)
+        summary.displaced += try row.decode(3)
     }
 }

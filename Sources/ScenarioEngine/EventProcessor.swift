@@ -78,7 +78,7 @@ extension EventScenario {
         let (rules, invalid) = try RuleLoader.load(self, only: [], from: connection)
         for failure in invalid { logger.error("\(failure.message) (its events are marked processed without a decision)") }
         summary.invalidOrganizations += invalid.count
-        let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category)
+        let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category, now: now)
         // Decide while the rows stream in; record after, on the same connection (it is busy while streaming).
         var decided: [(Recipient, String?, Decision, String)] = []
         try runner.decideEach(query, rules: rules, on: connection, now: now) { recipient, subject, decision, rule in

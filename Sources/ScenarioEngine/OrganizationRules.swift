@@ -13,6 +13,8 @@ public struct OrganizationRule<Settings: Sendable>: Sendable {
     /// The organization's default locale and time zone, for users who set none.
     public var defaultLocale: String
     public var timeZone: String
+    /// The scenario's priority for users' daily slots (1 comes first): the organization's, else the default.
+    public var priority: Int
     /// `defaultLocale` resolved once.
     public var defaultLanguage: Language { Language.resolve(nil, organizationDefault: defaultLocale) }
 }
@@ -120,7 +122,7 @@ public enum RuleLoader {
         let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
         let rows = try connection.query("""
             SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
-                   o.default_locale, o.time_zone
+                   o.default_locale, o.time_zone, coalesce(r.priority, d.priority)
               FROM organizations o
               JOIN scenario_defaults d ON d.scenario = \(scenario.key)
               LEFT JOIN organization_scenario_rules r ON r.organization_id = o.id AND r.scenario = d.scenario
@@ -143,7 +145,8 @@ public enum RuleLoader {
                 let settings = try scenario.settings(reader)
                 try reader.checkNoUnknownKeys()
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
-                                              defaultLocale: try row.decode(4), timeZone: try row.decode(5)))
+                                              defaultLocale: try row.decode(4), timeZone: try row.decode(5),
+                                              priority: try row.decode(6)))
             } catch let failure as JobFailure {
                 invalid.append(failure)
             }

@@ -52,6 +52,13 @@ public struct PlanPrinter {
             var push = ""
             if let inboxOnly = draft.inboxOnly { push = "; \(inboxOnly.detail)" }
             else if let deliverAt = draft.deliverAt, recipient.activeDevices > 0 { push = "; DEFER the push until \(Timestamp.iso8601(deliverAt)) (quiet hours)" }
+            if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot {
+                push += slot.takenWhenPlanned.map { $0 >= slot.cap
+                    ? "; daily cap \(slot.cap) reached (\($0) today): CAPPED, inbox only, unless a waiting push of lower priority than \(slot.priority) gives up its slot"
+                    : "; daily slot \($0 + 1) of \(slot.cap)" } ?? "; counts against the daily cap of \(slot.cap) on \(slot.localDay)"
+            }
+            if !draft.inInbox && draft.inboxOnly == nil && recipient.activeDevices > 0 { push += "; push only: not listed in the inbox" }
+            if draft.critical { push += "; critical: time-sensitive" }
             emit("NOTIFY  \(who): \(draft.why); \(devices)\(push)")
             emit("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
             emit("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
@@ -79,6 +86,13 @@ public struct PlanPrinter {
             writer.add("devices", recipient.activeDevices)
             if let deliverAt = draft.deliverAt, draft.inboxOnly == nil { writer.add("deliver_at", Timestamp.iso8601(deliverAt)) }
             if let inboxOnly = draft.inboxOnly { writer.add("inbox_only", inboxOnly.reason) }
+            if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot {
+                writer.add("daily_cap", slot.cap)
+                if let taken = slot.takenWhenPlanned { writer.add("daily_slots_taken", taken) }
+                if let taken = slot.takenWhenPlanned, taken >= slot.cap { writer.add("capped", true) }
+            }
+            if !draft.inInbox { writer.add("in_inbox", false) }
+            if draft.critical { writer.add("critical", true) }
         case .suppress(let reason, let detail):
             writer.add("decision", "suppress")
             writer.add("reason", reason.rawValue)

@@ -26,6 +26,8 @@ public struct PolicyContext: Sendable {
     public var organizationName: String
     /// The organization's switch for this scenario.
     public var scenarioEnabled: Bool
+    /// The scenario's priority for the user's daily slots (1 comes first): the organization's, else the default.
+    public var priority: Int
     public var now: Date
 }
 
@@ -47,7 +49,8 @@ extension SuppressionReason {
 
 /// The policies every scenario runs through, in order.
 public enum Policies {
-    public static let standard: [any Policy] = [OrganizationSwitch(), MasterSwitch(), CategorySwitch(), CriticalCategories(), QuietHours()]
+    public static let standard: [any Policy] = [OrganizationSwitch(), MasterSwitch(), CategorySwitch(), Channels(), CriticalCategories(),
+                                                QuietHours(), DailyCap()]
 }
 
 /// An organization that turned the scenario off: nobody in it is told, whatever their preferences.

@@ -15,7 +15,7 @@ public struct QuietHours: Policy {
     public var reasons: [SuppressionReason] { [] }
 
     public func shape(_ draft: inout NotificationDraft, _ candidate: PolicyContext) -> Suppression? {
-        guard !draft.critical, let window = candidate.recipient.quietHours,
+        guard !draft.critical, draft.inboxOnly == nil, let window = candidate.recipient.quietHours,
               let end = QuietHours.end(of: window, at: candidate.now, zone: candidate.recipient.timeZone) else { return nil }
         let local = QuietHours.clock(window.end)
         if let expiry = draft.expiresAt, expiry <= end {

@@ -18,9 +18,15 @@ public struct Recipient: Sendable {
     public var quietHours: (start: Int, end: Int)?
     /// Whether the organization marks this notification's category critical.
     public var criticalCategory: Bool
+    /// The user's daily cap of non-critical pushes (the lower of the organization's and their own), if any.
+    public var dailyCap: Int?
+    /// The daily slots already taken on the local day of `now` (counted only when there is a cap).
+    public var pushesToday: Int
+    /// The category's channels: the organization's (else the category's default), narrowed by the user's.
+    public var channels: CategoryChannels
 
     /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
-    static func wrap(_ query: Query, category: NotificationCategory) -> Query {
+    static func wrap(_ query: Query, category: NotificationCategory, now: Date) -> Query {
         """
         SELECT c.*, u.organization_id AS recipient_organization_id, u.display_name AS recipient_name,
                u.locale AS recipient_locale, u.time_zone AS recipient_time_zone,
@@ -29,11 +35,22 @@ public struct Recipient: Sendable {
                (SELECT count(*) FROM active_device_tokens dt WHERE dt.user_id = u.id) AS recipient_devices,
                extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int AS recipient_quiet_start,
                extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int AS recipient_quiet_end,
-               coalesce(\(category.rawValue) = ANY(op.critical_categories), false) AS recipient_critical
+               coalesce(\(category.rawValue) = ANY(op.critical_categories), false) AS recipient_critical,
+               least(op.daily_push_cap, pc.daily_push_cap) AS recipient_daily_cap,
+               CASE WHEN op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL THEN
+                   (SELECT count(*) FROM daily_push_slots s
+                     WHERE s.user_id = u.id
+                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE coalesce(u.time_zone,
+                                          (SELECT o.time_zone FROM organizations o WHERE o.id = u.organization_id)))::date)
+               END AS recipient_pushes_today,
+               coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels
           FROM (\(query)) c
           JOIN users u ON u.id = c.user_id
           LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
           LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
+          LEFT JOIN notification_categories nc ON nc.category = \(category.rawValue)
+          LEFT JOIN organization_category_channels oc ON oc.organization_id = u.organization_id AND oc.category = \(category.rawValue)
+          LEFT JOIN user_category_channels uc ON uc.user_id = u.id AND uc.category = \(category.rawValue)
         """
     }
 
@@ -50,6 +67,42 @@ public struct Recipient: Sendable {
         criticalCategory = try row.decode("recipient_critical")
         if let start = try row.decode("recipient_quiet_start", as: Int?.self), let end = try row.decode("recipient_quiet_end", as: Int?.self) {
             quietHours = (start, end)
+        }
+        dailyCap = try row.decode("recipient_daily_cap", as: Int?.self)
+        pushesToday = try row.decode("recipient_pushes_today", as: Int?.self) ?? 0
+        channels = CategoryChannels(try row.decode("recipient_channels"))
+        if let own = try row.decode("recipient_user_channels", as: String?.self) { channels.formIntersection(CategoryChannels(own)) }
+    }
+}
+
+/// Where a category's notifications go: the inbox, a push, both, or (a user narrowing an organization's
+/// choice to nothing) neither. Stored as `push_and_inbox`, `inbox_only` or `push_only`.
+public struct CategoryChannels: Sendable, Equatable, CustomStringConvertible {
+    public var push: Bool
+    public var inbox: Bool
+
+    public init(push: Bool, inbox: Bool) {
+        self.push = push
+        self.inbox = inbox
+    }
+
+    /// Reads the stored text (the database's check allows only the three values).
+    public init(_ text: String) {
+        push = text != "inbox_only"
+        inbox = text != "push_only"
+    }
+
+    public mutating func formIntersection(_ other: CategoryChannels) {
+        push = push && other.push
+        inbox = inbox && other.inbox
+    }
+
+    public var description: String {
+        switch (push, inbox) {
+        case (true, true): return "push_and_inbox"
+        case (false, true): return "inbox_only"
+        case (true, false): return "push_only"
+        case (false, false): return "none"
         }
     }
 }

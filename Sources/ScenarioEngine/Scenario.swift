@@ -78,8 +78,12 @@ public struct NotificationDraft: Sendable {
     public var deliverAt: Date?
     /// Why the notification goes to the inbox only, without a push (a policy's reason), if it does.
     public var inboxOnly: NotifiedReason.InboxOnly?
-    /// A critical category's notification: time-sensitive on the phone, not held by quiet hours.
+    /// A critical category's notification: time-sensitive on the phone, not held by quiet hours or the cap.
     public var critical = false
+    /// Listed in the user's inbox (false: a push-only category's notification, stored for its deliveries).
+    public var inInbox = true
+    /// The daily slot this push must take (`DailyCap`); nil: not counted against a cap.
+    public var dailySlot: DailySlot?
 
     public init(title: String, body: String, data: [(String, String)], dedupeKey: String, expiresAt: Date?, why: String) {
         self.title = title
@@ -116,6 +120,10 @@ public enum NotifiedReason {
     public static let inboxOnlyNoDevice = "inbox_only_no_device"
     /// Stored in the inbox at once; the push waits for the user's quiet hours to end.
     public static let deferredQuietHours = "deferred_quiet_hours"
+    /// Stored in the inbox without a push: the user's daily cap of non-critical pushes is reached.
+    public static let capped = "capped"
+    /// Stored in the inbox without a push: the category's channels are the inbox only.
+    public static let inboxOnlyChannel = "inbox_only_channel"
 
     /// A policy's reason to store a notification without pushing it, with the detail for people.
     public struct InboxOnly: Sendable {

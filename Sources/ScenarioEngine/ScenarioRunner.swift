@@ -60,7 +60,7 @@ public struct ScenarioRunner<S: Scenario> {
             printer?.notDue(rule.organizationName, id: rule.organizationID, why: why)
             return false
         }
-        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category)
+        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category, now: now)
         logger.trace("candidate query (parameters not shown): \(query.sql)")
 
         if options.explain {
@@ -142,7 +142,8 @@ public struct ScenarioRunner<S: Scenario> {
     /// The policies' screens, the scenario's decision, then the policies' shaping of a notification.
     func decide(_ row: CandidateRow, recipient: Recipient, rule: OrganizationRule<S.Settings>, now: Date) throws -> Decision {
         let context = PolicyContext(scenario: scenario.key, category: scenario.category, recipient: recipient,
-                                    organizationName: rule.organizationName, scenarioEnabled: rule.enabled, now: now)
+                                    organizationName: rule.organizationName, scenarioEnabled: rule.enabled,
+                                    priority: rule.priority, now: now)
         for policy in policies {
             if let suppression = policy.screen(context) { return .suppress(suppression.reason, detail: suppression.detail) }
         }

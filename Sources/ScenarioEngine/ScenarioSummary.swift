@@ -14,6 +14,10 @@ public struct ScenarioSummary: Sendable {
     /// Inbox rows and deliveries actually written (0 in a dry run).
     public var inboxRows = 0
     public var deliveries = 0
+    /// Pushes not sent for the daily cap (their notifications are in the inbox), and waiting pushes of
+    /// lower priority that gave their slot to one of this run's.
+    public var capped = 0
+    public var displaced = 0
     /// Notifications another run had already stored (dedupe key taken), so nothing new was written.
     public var duplicates = 0
     public var invalidOrganizations = 0
@@ -54,6 +58,8 @@ public struct ScenarioSummary: Sendable {
         writer.add("inbox_rows", inboxRows)
         writer.add("deliveries", deliveries)
         writer.add("duplicates", duplicates)
+        if capped > 0 { writer.add("capped", capped) }
+        if displaced > 0 { writer.add("displaced", displaced) }
         writer.add("invalid_organizations", invalidOrganizations)
         if notDueOrganizations > 0 { writer.add("not_due_organizations", notDueOrganizations) }
         if let push { writer.add("push", json: push) }
@@ -68,6 +74,8 @@ public struct ScenarioSummary: Sendable {
         if !parts.isEmpty { text += " (" + parts.joined(separator: ", ") + ")" }
         if !dryRun { text += "; wrote \(inboxRows) inbox rows and \(deliveries) pending deliveries" }
         if duplicates > 0 { text += "; \(duplicates) already stored by another run" }
+        if capped > 0 { text += "; \(capped) over the daily cap (inbox only)" }
+        if displaced > 0 { text += "; \(displaced) waiting lower-priority pushes gave up their daily slot" }
         return text
     }
 }

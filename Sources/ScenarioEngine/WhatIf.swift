@@ -47,7 +47,7 @@ public enum WhatIf {
         let (loaded, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)
         let rules = loaded.filter { scenario.notDue($0, now: now) == nil }
         var count = Count(invalidOrganizations: invalid.count)
-        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category)
+        let query = Recipient.wrap(scenario.candidateQuery(rules: rules, now: now), category: scenario.category, now: now)
         try runner.decideEach(query, rules: rules, on: connection, now: now) { _, _, decision, _ in
             count.candidates += 1
             switch decision {

@@ -1,0 +1,186 @@
+import Foundation
+import Postgres
+@testable import ScenarioEngine
+import Testing
+import TestSupport
+
+/// The daily cap of non-critical pushes per user and local day, across scenarios: over it the
+/// notification is still in the inbox (without a push, decided `capped`); a higher-priority push takes
+/// the slot of a lower-priority one still waiting; four jobs at once never overshoot.
+@Suite struct DailyCapTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+    let coordinator: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+        // A time zone where it is around noon now, so that no run of the test straddles a local midnight.
+        let offset = max(-12, min(14, 12 - Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: f.now).hour!))
+        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        try f.connection.execute("UPDATE organizations SET time_zone = \(zone) WHERE id = \(org)")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
+        coordinator = try f.user(org, "Linda", role: "coordinator")
+    }
+
+    /// A mentor quiet for 20 days (inactivity) with an assignment unacknowledged for 12 (the follow-up).
+    func mentorOfTwoScenarios(_ name: String) throws -> UUID {
+        let mentor = try f.mentor(org, name, lastActivityDaysAgo: 20)
+        try f.connection.execute("SET mentor_push.events = 'off'")
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per", dispatchedDaysAgo: 12)
+        try f.connection.execute("RESET mentor_push.events")
+        return mentor
+    }
+
+    func run(_ job: String, _ extra: [String] = []) throws -> ProcessRunner.Result {
+        let result = try Jobs.run(job, ["--now", Jobs.iso(f.now)] + extra, database: db)
+        #expect(result.status == 0, "\(job): \(result.stderr)")
+        return result
+    }
+
+    /// "category:state" of each of the user's deliveries, sorted.
+    func pushes(_ user: UUID) throws -> [String] {
+        try f.connection.query("""
+            SELECT n.category || ':' || d.state FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+             WHERE n.user_id = \(user) ORDER BY 1
+            """).map { try $0.decode(0) }
+    }
+
+    @Test func overTheCapTheNotificationIsInTheInboxWithoutAPush() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("assignment-follow-up")
+        let plan = try run("inactivity-check", ["--dry-run"])
+        #expect(plan.stdout.contains("daily cap 1 reached (1 today): CAPPED"), "\(plan.stdout)")
+        let result = try run("inactivity-check")
+        #expect(result.summary?["capped"] as? Int == 1, "\(result.stdout)")
+        #expect(try f.inbox(kari).map(\.category).sorted() == ["assignment_follow_up", "inactivity"], "both in the inbox")
+        #expect(try pushes(kari) == ["assignment_follow_up:pending"], "one push")
+        #expect(try f.decisions(kari) == ["notified:notified", "notified:capped"])
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari) AND reason = 'capped'").first!.decode(0)
+        #expect(detail.contains("the daily cap of 1 non-critical pushes on"), "\(detail)")
+    }
+
+    @Test func aHigherPriorityPushTakesTheSlotOfALowerOneStillWaiting() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("inactivity-check")
+        #expect(try pushes(kari) == ["inactivity:pending"])
+        let result = try run("assignment-follow-up")
+        #expect(result.summary?["displaced"] as? Int == 1, "\(result.stdout)")
+        #expect(try pushes(kari) == ["assignment_follow_up:pending", "inactivity:cancelled"], "the follow-up (priority 20) beats inactivity (50)")
+        let why: String = try f.connection.query("""
+            SELECT d.last_error FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(kari) AND d.state = 'cancelled'
+            """).first!.decode(0)
+        #expect(why == "capped: gave its daily slot to a higher-priority assignment_follow_up push")
+        #expect(try f.count("daily_push_slots") == 1)
+    }
+
+    @Test func aPushAlreadySentKeepsItsSlotAndAnOrganizationMayReorder() throws {
+        // This organization puts inactivity first: the follow-up is the one capped.
+        try f.connection.execute("INSERT INTO organization_scenario_rules (organization_id, scenario, priority) VALUES (\(org), 'inactivity', 5)")
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("assignment-follow-up")
+        try run("inactivity-check")
+        #expect(try pushes(kari) == ["assignment_follow_up:cancelled", "inactivity:pending"])
+
+        // A push that has gone out is never taken back, whatever its priority.
+        let ola = try mentorOfTwoScenarios("Ola")
+        try f.connection.execute("DELETE FROM organization_scenario_rules")
+        try run("inactivity-check")
+        try f.connection.execute("""
+            UPDATE deliveries d SET state = 'sent', attempts = 1, updated_at = now() FROM notifications n
+             WHERE n.id = d.notification_id AND n.user_id = \(ola)
+            """)
+        try run("assignment-follow-up")
+        #expect(try pushes(ola) == ["inactivity:sent"])
+        #expect(try f.decisions(ola) == ["notified:notified", "notified:capped"])
+    }
+
+    @Test func aUserMayLowerTheCapButNotRaiseItAndCriticalPushesAreNotCounted() throws {
+        let raiser = try mentorOfTwoScenarios("Raiser")
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, daily_push_cap) VALUES (\(raiser), 10)")
+        let lowerer = try mentorOfTwoScenarios("Lowerer")
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, daily_push_cap) VALUES (\(lowerer), 0)")
+        try run("inactivity-check")
+        try run("assignment-follow-up")
+        #expect(try pushes(raiser) == ["assignment_follow_up:pending", "inactivity:cancelled"], "the organization's cap of 1, not their 10")
+        #expect(try pushes(lowerer) == [], "their own 0: no push")
+        #expect(try f.inbox(lowerer).count == 2, "and both in the inbox")
+
+        try f.connection.execute("UPDATE organization_delivery_policies SET critical_categories = '{assignment_follow_up}'")
+        let critical = try mentorOfTwoScenarios("Critical")
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, daily_push_cap) VALUES (\(critical), 0)")
+        try run("assignment-follow-up")
+        #expect(try pushes(critical) == ["assignment_follow_up:pending"], "a critical push is not capped, even at 0")
+        #expect(try f.count("daily_push_slots") == 1, "nor counted")
+    }
+
+    /// Four jobs at once, each with a notification for every one of 40 users whose cap is 2: every user
+    /// ends with exactly two pushes, the two of highest priority, and all four notifications in the inbox.
+    @Test func fourConcurrentJobsNeverOvershootTheCap() throws {
+        try f.connection.execute("UPDATE organization_delivery_policies SET daily_push_cap = 2")
+        var mentors: [UUID] = []
+        for index in 0..<40 {
+            let mentor = try mentorOfTwoScenarios("Mentor \(index)")
+            try f.impactSummary(mentor, year: 2025, computedDaysAgo: 0.1)
+            try f.scope(org, coordinator: coordinator, mentor: mentor)
+            mentors.append(mentor)
+        }
+        // A new assignment each (an event for event-notify), dispatched now.
+        try f.connection.execute("""
+            INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title, dispatched_at, state, state_changed_at)
+            SELECT \(org), id, \(coordinator), 'Ny oppgave', now(), 'active', now() FROM unnest(\(PostgresArray(mentors))::uuid[]) AS m(id)
+            """)
+        let jobs = [("inactivity-check", ["--now", Jobs.iso(f.now)]), ("assignment-follow-up", ["--now", Jobs.iso(f.now)]),
+                    ("impact-summary", ["--now", Jobs.iso(f.now)]), ("event-notify", ["--once"])]
+        // A gate that makes them meet: deliveries locked against writes (reads go on), so each job decides
+        // and then waits to record. Released once all four wait, they record at the same moment.
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let running = try jobs.map { job, arguments in
+            try ProcessRunner.start(Paths.executable(job), arguments + ["--database-url", db.url])
+        }
+        let deadline = Date().addingTimeInterval(60)
+        func waiting() throws -> Int { // (from another connection: the gate's transaction would see one snapshot)
+            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
+        }
+        while try waiting() < 4 && Date() < deadline { usleep(20_000) }
+        let activity: String = try f.connection.query("""
+            SELECT string_agg(application_name || ' ' || coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || left(query, 50), '; ')
+              FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> 'tests'
+            """).first!.decode(0)
+        #expect(try waiting() == 4, "the four jobs all reached the gate: \(activity)")
+        try gate.execute("COMMIT")
+        for (index, process) in running.enumerated() {
+            let result = try process.wait()
+            #expect(result.status == 0, "\(jobs[index].0): \(result.stderr)")
+        }
+        for mentor in mentors {
+            #expect(try f.inbox(mentor).count == 4)
+            #expect(try pushes(mentor).filter { !$0.hasSuffix(":cancelled") } == ["assignment_follow_up:pending", "new_assignment:pending"])
+        }
+        let slots: Int = try f.connection.query("SELECT max(n) FROM (SELECT count(*) AS n FROM daily_push_slots GROUP BY user_id, local_day) s").first!.decode(0)
+        #expect(slots == 2)
+    }
+
+    @Test func slotsGoByPriorityWithinABatchAndOnlyWaitingLowerOnesGiveWay() {
+        let user = UUID()
+        func request(_ index: Int, priority: Int) -> DailySlots.Request {
+            DailySlots.Request(index: index, user: user, slot: DailySlot(localDay: "2026-11-24", cap: 2, priority: priority, scenario: "s", takenWhenPlanned: nil))
+        }
+        func taken(priority: Int, waiting: Bool) -> DailySlots.Taken {
+            DailySlots.Taken(notificationID: UUID(), user: user, localDay: "2026-11-24", priority: priority, scenario: "t", waiting: waiting)
+        }
+        // Three in one batch for a cap of 2: the two of highest priority.
+        #expect(DailySlots.allocate([request(0, priority: 90), request(1, priority: 10), request(2, priority: 50)], taken: []).granted == [1, 2])
+        // Full with a sent 90 and a waiting 60: a 50 takes the 60's slot, a 70 takes nothing.
+        let sent = taken(priority: 90, waiting: false), waiting = taken(priority: 60, waiting: true)
+        let allocation = DailySlots.allocate([request(0, priority: 70), request(1, priority: 50)], taken: [sent, waiting])
+        #expect(allocation.granted == [1])
+        #expect(allocation.displaced.map(\.victim) == [waiting])
+        // Equal priority never displaces.
+        #expect(DailySlots.allocate([request(0, priority: 60)], taken: [sent, waiting]).granted.isEmpty)
+    }
+}
