@@ -1,0 +1,95 @@
+import FakePush
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// Channels per category (push and inbox, inbox only, push only: the organization's, narrowed by the
+/// user's), and the category's presentation on the phone from one table.
+@Suite struct ChannelTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+    }
+
+    func channels(_ channels: String) throws {
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivity', \(channels))")
+    }
+
+    func listedInInbox(_ user: UUID) throws -> [Bool] {
+        try f.connection.query("SELECT in_inbox FROM notifications WHERE user_id = \(user)").map { try $0.decode(0) }
+    }
+
+    @Test func inboxOnlyStoresWithoutAPush() throws {
+        try channels("inbox_only")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let plan = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"])
+        #expect(plan.stdout.contains("inactivity goes to the inbox only: no push"), "\(plan.stdout)")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try listedInInbox(kari) == [true])
+        #expect(try f.deliveries(kari) == 0)
+        #expect(try f.decisions(kari) == ["notified:inbox_only_channel"])
+    }
+
+    @Test func pushOnlyPushesWithoutListingItAndLeavesTheBadgeAlone() throws {
+        try channels("push_only")
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let noDevice = try f.mentor(org, "No device", lastActivityDaysAgo: 20, devices: 0)
+        let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try listedInInbox(kari) == [false], "stored for its push, not listed")
+        #expect(try f.deliveryStates(kari) == ["sent"])
+        let aps = try #require((push.server.requests().first { $0.provider == .apns }?.json as? [String: Any])?["aps"] as? [String: Any])
+        #expect(aps["badge"] as? Int == 0, "a row not listed is not counted as unread")
+        #expect(try listedInInbox(noDevice) == [true], "what cannot be pushed is listed: nothing is dropped")
+        #expect(try f.decisions(noDevice) == ["notified:inbox_only_no_device"])
+    }
+
+    @Test func aUserNarrowsButNeverWidens() throws {
+        let narrower = try f.mentor(org, "Narrower", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO user_category_channels (user_id, category, channels) VALUES (\(narrower), 'inactivity', 'inbox_only')")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try f.decisions(narrower) == ["notified:inbox_only_channel"])
+        #expect(try f.deliveries(narrower) == 0)
+
+        // The organization sends inactivity to the inbox only; a user who wants push only gets neither.
+        try channels("inbox_only")
+        let widener = try f.mentor(org, "Widener", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO user_category_channels (user_id, category, channels) VALUES (\(widener), 'inactivity', 'push_only')")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try f.decisions(widener) == ["suppressed:no_channel"])
+        #expect(try f.inbox(widener).isEmpty)
+    }
+
+    @Test func theDatabaseRefusesAnUnknownChannelOrCategory() throws {
+        #expect(throws: PostgresError.self) { try channels("sms") }
+        #expect(throws: PostgresError.self) {
+            try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivty', 'inbox_only')")
+        }
+    }
+
+    @Test func channelSoundAndThreadComeFromTheCategoryTable() throws {
+        try f.connection.execute("""
+            UPDATE notification_categories SET android_channel_id = 'mentoring', sound = 'chime.caf', apns_thread_id = 'mentoring-thread'
+             WHERE category = 'inactivity'
+            """)
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 2)
+        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: push.variables).status == 0)
+        #expect(try f.deliveryStates(kari) == ["sent", "sent"])
+        let apns = try #require(push.server.requests().first { $0.provider == .apns })
+        let aps = (apns.json as? [String: Any])?["aps"] as? [String: Any]
+        #expect(aps?["sound"] as? String == "chime.caf")
+        #expect(aps?["thread-id"] as? String == "mentoring-thread")
+        let fcm = try #require(push.server.requests().first { $0.provider == .fcm })
+        let notification = (((fcm.json as? [String: Any])?["message"] as? [String: Any])?["android"] as? [String: Any])?["notification"] as? [String: Any]
+        #expect(notification?["channel_id"] as? String == "mentoring")
+        #expect(notification?["sound"] as? String == "chime.caf")
+    }
+}
