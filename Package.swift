@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
         // Only the local fake providers (tests, demo, benchmarks) use SwiftNIO; the jobs send through libcurl.
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.35.0"),
@@ -55,6 +56,7 @@ let package = Package(
             "JobKit", "Postgres", "TextCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Mustache", package: "swift-mustache"),
         ]),
         // One file per scenario: its settings, its query, its decision, its message.
         .target(name: "Scenarios", dependencies: ["ScenarioEngine", "JobKit", "Postgres", "TextCoding"]),

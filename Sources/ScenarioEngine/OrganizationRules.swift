@@ -15,8 +15,10 @@ public struct OrganizationRule<Settings: Sendable>: Sendable {
     public var timeZone: String
     /// The scenario's priority for users' daily slots (1 comes first): the organization's, else the default.
     public var priority: Int
+    /// The scenario's message templates for this organization (its own, else the defaults).
+    public var messages: MessageTemplates
     /// `defaultLocale` resolved once.
-    public var defaultLanguage: Language { Language.resolve(nil, organizationDefault: defaultLocale) }
+    public var defaultLanguage: Language { Language.resolve(nil, organizationDefault: defaultLocale, available: messages.languages) }
 }
 
 /// Reads one organization's merged settings object, with messages that name the organization and key.
@@ -119,6 +121,7 @@ public enum RuleLoader {
         guard known.count == 1 else {
             throw JobFailure(.config, "scenario_defaults has no row for \"\(scenario.key)\": run \(Schema.migrateCommand)")
         }
+        let templates = try MessageTemplateLoader.load(scenario: scenario.key, from: connection)
         let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
         let rows = try connection.query("""
             SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
@@ -141,12 +144,15 @@ public enum RuleLoader {
                 throw JobFailure(.config, "organization \"\(name)\": \(scenario.key) settings are not a JSON object")
             }
             do {
+                if let problem = templates.problems[id] {
+                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(problem); fix its row in message_templates")
+                }
                 let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values)
                 let settings = try scenario.settings(reader)
                 try reader.checkNoUnknownKeys()
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
                                               defaultLocale: try row.decode(4), timeZone: try row.decode(5),
-                                              priority: try row.decode(6)))
+                                              priority: try row.decode(6), messages: templates.templates(for: id)))
             } catch let failure as JobFailure {
                 invalid.append(failure)
             }

@@ -59,7 +59,7 @@ public struct Recipient: Sendable {
         organizationID = rule.organizationID
         displayName = try row.decode("recipient_name")
         let locale = try row.decode("recipient_locale", as: String?.self)
-        language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale)
+        language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale, available: rule.messages.languages)
         timeZone = try row.decode("recipient_time_zone", as: String?.self) ?? rule.timeZone
         pushEnabled = try row.decode("recipient_push_enabled")
         categoryEnabled = try row.decode("recipient_category_enabled")

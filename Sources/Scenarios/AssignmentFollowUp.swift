@@ -66,7 +66,7 @@ public struct AssignmentFollowUp: Scenario {
             return .suppress(.paused, detail: "\(pause.detail); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
         }
         let id = candidate.assignmentID.lowercasedString
-        let message = AssignmentFollowUp.message(language: recipient.language, name: recipient.displayName, title: candidate.title, days: days)
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "title": candidate.title, "days": days])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,
@@ -74,15 +74,5 @@ public struct AssignmentFollowUp: Scenario {
             dedupeKey: "assignment_follow_up:\(id)",
             expiresAt: nil,
             why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(Day.iso(candidate.dispatchedAt))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
-    }
-
-    /// The reminder in the mentor's language.
-    static func message(language: Language, name: String, title: String, days: Int) -> (title: String, body: String) {
-        switch language {
-        case .norwegianBokmal:
-            return ("Et oppdrag venter på deg", "Hei \(name)! Du fikk oppdraget «\(title)» for \(days) dager siden. Trykk her for å se det og bekrefte at du har lest det.")
-        case .english:
-            return ("An assignment is waiting for you", "Hi \(name)! You were given the assignment “\(title)” \(days) days ago. Tap here to open it and confirm you have read it.")
-        }
     }
 }

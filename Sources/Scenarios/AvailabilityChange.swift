@@ -65,7 +65,7 @@ public struct AvailabilityChange: EventScenario {
         if !candidate.lifted, let end = candidate.endsAt, end <= now {
             return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause was lifted before its start was announced: the lift is announced instead")
         }
-        let message = AvailabilityChange.message(candidate, language: recipient.language, zone: recipient.timeZone)
+        let message = rule.messages.render(recipient.language, AvailabilityChange.values(candidate, language: recipient.language, zone: recipient.timeZone, now: now))
         let mentor = candidate.mentorID.lowercasedString
         return .notify(NotificationDraft(
             title: message.title,
@@ -76,33 +76,19 @@ public struct AvailabilityChange: EventScenario {
             why: "\(candidate.mentorName) \(candidate.lifted ? "lifted" : "started") a pause (event \(candidate.eventID)), in this coordinator's scope"))
     }
 
-    static func message(_ candidate: Candidate, language: Language, zone: String) -> (title: String, body: String) {
-        let name = candidate.mentorName
-        let reason = candidate.reason.flatMap { $0.isEmpty ? nil : $0 }
-        switch (language, candidate.lifted) {
-        case (.norwegianBokmal, false):
-            var body = "\(name) har satt seg på pause"
-            if candidate.startsAt > Date() { body += " fra \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" }
-            body += candidate.endsAt.map { " til \(LocalDate.text($0, zone: zone, language: language))" } ?? " inntil videre"
-            if let reason { body += ": «\(reason)»" }
-            return ("\(name) har pause", body + ".")
-        case (.norwegianBokmal, true):
-            return ("\(name) er tilgjengelig igjen",
-                    "\(name) har avsluttet pausen som startet \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" + (reason.map { " («\($0)»)" } ?? "") + ".")
-        case (.english, false):
-            var body = "\(name) is taking a break"
-            if candidate.startsAt > Date() { body += " from \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" }
-            body += candidate.endsAt.map { " until \(LocalDate.text($0, zone: zone, language: language))" } ?? " until further notice"
-            if let reason { body += ": “\(reason)”" }
-            return ("\(name) is on a break", body + ".")
-        case (.english, true):
-            return ("\(name) is available again",
-                    "\(name) has ended the break that started \(LocalDate.text(candidate.startsAt, zone: zone, language: language))" + (reason.map { " (“\($0)”)" } ?? "") + ".")
-        }
+    /// The template's values: dates as people in the recipient's time zone write them.
+    static func values(_ candidate: Candidate, language: Language, zone: String, now: Date) -> [String: Any] {
+        var values: [String: Any] = ["mentor": candidate.mentorName, "lifted": candidate.lifted,
+                                     "started": LocalDate.text(candidate.startsAt, zone: zone, language: language)]
+        if !candidate.lifted && candidate.startsAt > now { values["from"] = LocalDate.text(candidate.startsAt, zone: zone, language: language) }
+        if let endsAt = candidate.endsAt { values["until"] = LocalDate.text(endsAt, zone: zone, language: language) }
+        if let reason = candidate.reason, !reason.isEmpty { values["reason"] = reason }
+        return values
     }
 }
 
-/// A date as people in a time zone write it: "15.03.2027" in Norwegian, "15 Mar 2027" in English.
+/// A date as people in a time zone write it: "15.03.2027" in Norwegian, "15 Mar 2027" in English, and
+/// in another language as Foundation's medium style for it.
 enum LocalDate {
     static func text(_ date: Date, zone: String, language: Language) -> String {
         var calendar = Calendar(identifier: .gregorian)
@@ -114,6 +100,12 @@ enum LocalDate {
         case .english:
             let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
             return "\(parts.day!) \(months[parts.month! - 1]) \(parts.year!)"
+        default:
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: language.rawValue)
+            formatter.timeZone = calendar.timeZone
+            formatter.dateStyle = .medium
+            return formatter.string(from: date)
         }
     }
 }

@@ -50,16 +50,10 @@ public struct Honorarium: EventScenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let message: (String, String)
-        switch recipient.language {
-        case .norwegianBokmal:
-            message = ("Du nærmer deg honorar", "Hei \(recipient.displayName)! Med dette oppdraget har du fått \(candidate.count) oppdrag, og du kan snart ha rett på honorar. Trykk for å lese mer.")
-        case .english:
-            message = ("An honorarium is coming up", "Hi \(recipient.displayName)! With this assignment you have had \(candidate.count) assignments, and you may soon be eligible for an honorarium. Tap to read more.")
-        }
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "count": candidate.count])
         return .notify(NotificationDraft(
-            title: message.0,
-            body: message.1,
+            title: message.title,
+            body: message.body,
             data: [("category", category.rawValue), ("route", "/honorarium"), ("assignments", String(candidate.count))],
             dedupeKey: "honorarium:\(recipient.userID.lowercasedString):\(candidate.count)",
             expiresAt: nil,

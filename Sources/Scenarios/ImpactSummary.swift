@@ -56,7 +56,7 @@ public struct ImpactSummary: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let message = ImpactSummary.message(language: recipient.language, name: recipient.displayName, year: candidate.year)
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "year": candidate.year])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,
@@ -64,15 +64,5 @@ public struct ImpactSummary: Scenario {
             dedupeKey: "impact_summary:\(recipient.userID.lowercasedString):\(candidate.year)",
             expiresAt: now.addingTimeInterval(TimeInterval(rule.settings.maxAgeDays) * 86_400),
             why: "impact summary for \(candidate.year) computed \(Day.iso(candidate.computedAt)), not announced yet"))
-    }
-
-    /// The announcement in the mentor's language.
-    static func message(language: Language, name: String, year: Int) -> (title: String, body: String) {
-        switch language {
-        case .norwegianBokmal:
-            return ("Året ditt som likeperson", "Hei \(name)! Oppsummeringen av det du har bidratt med i \(year) er klar. Trykk her for å se den.")
-        case .english:
-            return ("Your year as a peer mentor", "Hi \(name)! The summary of what you contributed in \(year) is ready. Tap here to see it.")
-        }
     }
 }

@@ -93,8 +93,7 @@ public struct InactivityCheck: Scenario {
             why = "never logged an activity; joined \(days) days ago (threshold \(rule.settings.thresholdDays))"
         }
         if anchor != stretchStart { why += "; reminded \(day(anchor)), still inactive" }
-        let message = InactivityCheck.message(language: recipient.language, name: recipient.displayName,
-                                              days: days, neverActive: candidate.lastActivity == nil)
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": days, "never_active": candidate.lastActivity == nil])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,
@@ -102,20 +101,6 @@ public struct InactivityCheck: Scenario {
             dedupeKey: "inactivity:\(recipient.userID.lowercasedString):\(Int(anchor.timeIntervalSince1970.rounded(.down)))",
             expiresAt: now.addingTimeInterval(threshold),
             why: why))
-    }
-
-    /// The reminder in the user's language.
-    static func message(language: Language, name: String, days: Int, neverActive: Bool) -> (title: String, body: String) {
-        switch language {
-        case .norwegianBokmal:
-            return ("Har du noe å registrere?", neverActive
-                ? "Hei \(name)! Du har ikke registrert noen aktiviteter ennå. Trykk her for å registrere din første."
-                : "Hei \(name)! Det er \(days) dager siden du sist registrerte en aktivitet. Trykk her for å registrere samtaler og møter, så blir statistikken riktig.")
-        case .english:
-            return ("Anything to log?", neverActive
-                ? "Hi \(name)! You haven't logged any activities yet. Tap here to log your first one."
-                : "Hi \(name)! It's been \(days) days since you last logged an activity. Tap here to log your conversations and meetings so your statistics stay accurate.")
-        }
     }
 
     private func day(_ date: Date) -> String { Day.iso(date) }

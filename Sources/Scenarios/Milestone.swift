@@ -66,16 +66,10 @@ public struct Milestone: EventScenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let message: (String, String)
-        switch recipient.language {
-        case .norwegianBokmal:
-            message = ("Gratulerer: \(candidate.milestone) aktiviteter!", "Hei \(recipient.displayName)! Du har nå registrert \(candidate.milestone) aktiviteter som likeperson. Takk for innsatsen! Trykk for å se statistikken din.")
-        case .english:
-            message = ("Congratulations: \(candidate.milestone) activities!", "Hi \(recipient.displayName)! You have now logged \(candidate.milestone) activities as a peer mentor. Thank you! Tap to see your statistics.")
-        }
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "milestone": candidate.milestone])
         return .notify(NotificationDraft(
-            title: message.0,
-            body: message.1,
+            title: message.title,
+            body: message.body,
             data: [("category", category.rawValue), ("route", "/statistics"), ("milestone", String(candidate.milestone))],
             dedupeKey: "milestone:\(recipient.userID.lowercasedString):\(candidate.milestone)",
             expiresAt: nil,

@@ -46,16 +46,10 @@ public struct NewAssignment: EventScenario {
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         let id = candidate.assignmentID.lowercasedString
         let from = candidate.coordinatorName ?? "?"
-        let message: (String, String)
-        switch recipient.language {
-        case .norwegianBokmal:
-            message = ("Nytt oppdrag: «\(candidate.title)»", "\(from) har gitt deg et nytt oppdrag. Trykk her for å se det.")
-        case .english:
-            message = ("New assignment: “\(candidate.title)”", "\(from) has given you a new assignment. Tap here to open it.")
-        }
+        let message = rule.messages.render(recipient.language, ["title": candidate.title, "coordinator": from])
         return .notify(NotificationDraft(
-            title: message.0,
-            body: message.1,
+            title: message.title,
+            body: message.body,
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
             dedupeKey: "new_assignment:\(id)",
             expiresAt: nil,

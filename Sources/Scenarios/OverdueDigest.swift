@@ -84,7 +84,7 @@ public struct OverdueDigest: Scenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         let oldest = Int(now.timeIntervalSince(candidate.oldestDispatch) / 86_400)
-        let message = OverdueDigest.message(language: recipient.language, candidate: candidate, days: rule.settings.overdueDays)
+        let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
         let named = zip(candidate.mentorNames, candidate.titles).map { "\($0) (\"\($1)\")" }.joined(separator: ", ")
@@ -97,34 +97,16 @@ public struct OverdueDigest: Scenario {
             why: "\(candidate.cases) assignment(s) in scope unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")"))
     }
 
-    /// The digest in the coordinator's language.
-    static func message(language: Language, candidate: Candidate, days: Int) -> (title: String, body: String) {
-        let more = candidate.cases - candidate.mentorNames.count
-        switch language {
-        case .norwegianBokmal:
-            if candidate.cases == 1 {
-                return ("Et oppdrag er ikke bekreftet",
-                        "\(candidate.mentorNames[0]) har ikke bekreftet oppdraget «\(candidate.titles[0])» etter \(days) dager. Trykk for å følge opp.")
-            }
-            let list = zip(candidate.mentorNames, candidate.titles).map { "\($0) («\($1)»)" }
-            return ("\(candidate.cases) oppdrag er ikke bekreftet",
-                    "Ikke bekreftet etter \(days) dager: " + joined(list, and: "og", more: more, moreWord: "til") + ". Trykk for å følge opp.")
-        case .english:
-            if candidate.cases == 1 {
-                return ("An assignment is unacknowledged",
-                        "\(candidate.mentorNames[0]) has not acknowledged the assignment “\(candidate.titles[0])” after \(days) days. Tap to follow up.")
-            }
-            let list = zip(candidate.mentorNames, candidate.titles).map { "\($0) (“\($1)”)" }
-            return ("\(candidate.cases) assignments are unacknowledged",
-                    "Unacknowledged after \(days) days: " + joined(list, and: "and", more: more, moreWord: "more") + ". Tap to follow up.")
+    /// The template's values: the single case, or the cases named (the first three) and how many more.
+    static func values(_ candidate: Candidate, days: Int) -> [String: Any] {
+        var values: [String: Any] = ["days": days, "count": candidate.cases, "single": candidate.cases == 1]
+        let named = Array(zip(candidate.mentorNames, candidate.titles))
+        if let first = named.first { (values["mentor"], values["title"]) = (first.0, first.1) }
+        values["cases"] = named.enumerated().map { index, item in
+            ["mentor": item.0, "title": item.1, "first": index == 0, "last": index == named.count - 1] as [String: Any]
         }
-    }
-
-    /// "A, B and C" or "A, B, C and 4 more".
-    static func joined(_ items: [String], and: String, more: Int, moreWord: String) -> String {
-        if more > 0 { return items.joined(separator: ", ") + " \(and) \(more) \(moreWord)" }
-        guard items.count > 1 else { return items.first ?? "" }
-        return items.dropLast().joined(separator: ", ") + " \(and) " + items.last!
+        if candidate.cases > named.count { values["more"] = candidate.cases - named.count }
+        return values
     }
 }
 

@@ -1,0 +1,161 @@
+import Foundation
+import JobKit
+import Mustache
+import Postgres
+
+/// A scenario's message templates for one organization: per language a title and a body, the
+/// organization's own where it has one, else the shipped default (`message_templates`). Rendered with
+/// swift-mustache as text: a value is inserted as it is, never parsed as template syntax, and the push
+/// payload builders JSON-encode it and keep the payload within the providers' limits.
+public struct MessageTemplates: Sendable {
+    public struct Pair: Sendable {
+        public var title: MustacheTemplate
+        public var body: MustacheTemplate
+    }
+    public private(set) var byLanguage: [String: Pair]
+    /// The languages there are templates for.
+    public let languages: Set<String>
+
+    init(_ byLanguage: [String: Pair]) {
+        self.byLanguage = byLanguage
+        languages = Set(byLanguage.keys)
+    }
+
+    /// The title and body in `language` (else Bokmål, else any), with `values`.
+    public func render(_ language: Language, _ values: [String: Any]) -> (title: String, body: String) {
+        guard let pair = byLanguage[language.rawValue] ?? byLanguage["nb"] ?? byLanguage.values.first else {
+            return ("", "")
+        }
+        return (pair.title.render(values), pair.body.render(values))
+    }
+
+    /// Parses one template text as plain text (no HTML escaping).
+    public static func compile(_ text: String) throws -> MustacheTemplate {
+        try MustacheTemplate(string: textPragma + text)
+    }
+
+    static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
+}
+
+/// Loads the templates of a scenario: the defaults, and each organization's overrides.
+enum MessageTemplateLoader {
+    struct Loaded {
+        var defaults: [String: MessageTemplates.Pair]
+        var overrides: [UUID: [String: MessageTemplates.Pair]]
+        /// Organizations whose own templates do not parse or name unknown variables.
+        var problems: [UUID: String]
+        var variables: [TemplateVariable]
+
+        func templates(for organization: UUID) -> MessageTemplates {
+            MessageTemplates(defaults.merging(overrides[organization] ?? [:]) { _, own in own })
+        }
+    }
+
+    static func load(scenario: String, from connection: Connection) throws -> Loaded {
+        let variables = try TemplateVariable.load(scenario: scenario, from: connection)
+        let rows = try connection.query("""
+            SELECT language, organization_id, title, body FROM message_templates WHERE scenario = \(scenario) ORDER BY organization_id NULLS FIRST, language
+            """)
+        var loaded = Loaded(defaults: [:], overrides: [:], problems: [:], variables: variables)
+        for row in rows {
+            let language: String = try row.decode(0)
+            let organization = try row.decode(1, as: UUID?.self)
+            let title: String = try row.decode(2), body: String = try row.decode(3)
+            do {
+                let pair = MessageTemplates.Pair(title: try TemplateCheck.checked(title, variables: variables, part: "title"),
+                                                 body: try TemplateCheck.checked(body, variables: variables, part: "body"))
+                if let organization { loaded.overrides[organization, default: [:]][language] = pair } else { loaded.defaults[language] = pair }
+            } catch let problem as TemplateCheck.Problem {
+                let location = "message template \(scenario)/\(language)\(organization == nil ? " (the default)" : ""): \(problem.message)"
+                guard let organization else { throw JobFailure(.config, location + "; fix its row in message_templates") }
+                loaded.problems[organization] = location
+            }
+        }
+        guard !loaded.defaults.isEmpty else {
+            throw JobFailure(.config, "message_templates has no default template for \(scenario): run \(Schema.migrateCommand)")
+        }
+        return loaded
+    }
+}
+
+/// A variable a scenario's templates may name (`message_template_variables`).
+public struct TemplateVariable: Sendable {
+    public enum Kind: String, Sendable { case text, number, flag, list, item }
+    public var name: String
+    public var kind: Kind
+
+    static func load(scenario: String, from connection: Connection) throws -> [TemplateVariable] {
+        try connection.query("SELECT name, kind FROM message_template_variables WHERE scenario = \(scenario) ORDER BY name").map {
+            TemplateVariable(name: try $0.decode(0), kind: Kind(rawValue: try $0.decode(1)) ?? .text)
+        }
+    }
+}
+
+/// Checks a template with the renderer itself: it parses, and rendering it with sample values (every flag
+/// on, then every flag off and every optional value absent) names only the scenario's variables.
+public enum TemplateCheck {
+    public struct Problem: Error {
+        public var message: String
+    }
+
+    public static func checked(_ text: String, variables: [TemplateVariable], part: String) throws -> MustacheTemplate {
+        let template: MustacheTemplate
+        do {
+            template = try MessageTemplates.compile(text)
+        } catch let error as MustacheTemplate.ParserError {
+            let column = error.context.columnNumber - (error.context.lineNumber == 1 ? MessageTemplates.textPragma.count : 0)
+            throw Problem(message: "\(part): does not parse (\(error.error) at line \(error.context.lineNumber), column \(column))")
+        } catch {
+            throw Problem(message: "\(part): does not parse (\(error))")
+        }
+        let known = Set(variables.map(\.name))
+        for present in [true, false] {
+            let probe = Probe(sample(variables, present: present))
+            _ = template.render(probe)
+            if let unknown = probe.allAsked.subtracting(known).sorted().first {
+                throw Problem(message: "\(part): {{\(unknown)}} is not a variable (its variables: \(known.sorted().joined(separator: ", ")))")
+            }
+        }
+        return template
+    }
+
+    /// Sample values: texts, numbers, flags, and a list of two items for a list variable.
+    static func sample(_ variables: [TemplateVariable], present: Bool) -> [String: Any] {
+        var values: [String: Any] = [:]
+        let items = variables.filter { $0.kind == .item }
+        for variable in variables {
+            switch variable.kind {
+            case .text: if present { values[variable.name] = "sample" }
+            case .number: if present { values[variable.name] = 2 }
+            case .flag: values[variable.name] = present
+            case .item: break
+            case .list:
+                values[variable.name] = (0..<2).map { index -> Probe in
+                    var item: [String: Any] = [:]
+                    for flag in items { item[flag.name] = (index == 0) == present }
+                    return Probe(item)
+                }
+            }
+        }
+        return values
+    }
+
+    /// A context that notes every name the template asks for.
+    final class Probe: MustacheParent, @unchecked Sendable {
+        let values: [String: Any]
+        private(set) var asked = Set<String>()
+        private var children: [Probe] = []
+
+        init(_ values: [String: Any]) {
+            self.values = values
+            for case let list as [Probe] in values.values { children += list }
+        }
+
+        func child(named name: String) -> Any? {
+            asked.insert(name)
+            return values[name]
+        }
+
+        var allAsked: Set<String> { children.reduce(asked) { $0.union($1.allAsked) } }
+    }
+}
