@@ -1,0 +1,98 @@
+import FakePush
+import Foundation
+import Postgres
+@testable import ScenarioEngine
+import Testing
+import TestSupport
+
+/// Message texts as data: the shipped defaults, an organization's own, a third language without code;
+/// values that can never inject template syntax or break the payload; templates checked when saved.
+@Suite struct TemplateTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+    }
+
+    func template(_ language: String, title: String, body: String, organization: UUID? = nil, scenario: String = "inactivity") throws {
+        try f.connection.execute("""
+            INSERT INTO message_templates (scenario, language, organization_id, title, body)
+            VALUES (\(scenario), \(language), \(organization), \(title), \(body))
+            """)
+    }
+
+    @Test func anOrganizationsOwnTemplateWinsAndAThirdLanguageNeedsNoCode() throws {
+        try template("en", title: "Still with us, {{name}}?", body: "{{days}} days without a log.", organization: org)
+        try template("se", title: "Leatgo juoga maid registreret?", body: "Bures {{name}}! {{days}} beaivvi.")
+        let english = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, locale: "en-GB")
+        let sami = try f.mentor(org, "Ánde", lastActivityDaysAgo: 20, locale: "se-NO")
+        let other = try f.organization("Other")
+        let elsewhere = try f.mentor(other, "Ola", lastActivityDaysAgo: 20, locale: "en")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try f.inbox(english).map { "\($0.title) | \($0.body)" } == ["Still with us, Kari? | 19 days without a log."])
+        #expect(try f.inbox(sami).map { "\($0.title) | \($0.body)" } == ["Leatgo juoga maid registreret? | Bures Ánde! 19 beaivvi."])
+        #expect(try f.inbox(elsewhere).first?.title == "Anything to log?", "another organization keeps the default")
+    }
+
+    @Test func valuesNeverInjectTemplateSyntaxNorBreakThePayload() throws {
+        let push = try PushEnvironment()
+        let hostile = "{{#never_active}}X{{/never_active}}{{> partial}}\"}\\\n" + String(repeating: "Å", count: 5000)
+        let mentor = try f.mentor(org, hostile, lastActivityDaysAgo: 20, devices: 2)
+        let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let inbox = try #require(try f.inbox(mentor).first)
+        #expect(inbox.body.hasPrefix("Hei \(hostile)! Det er 19 dager"), "the name as it is, not as template syntax")
+        #expect(try f.deliveryStates(mentor) == ["sent", "sent"])
+        for request in push.server.requests() where request.provider == .apns {
+            #expect(request.body.count <= 4096, "APNs payload within 4 KB")
+            let alert = ((request.json as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
+            #expect((alert?["body"] as? String)?.hasPrefix("Hei {{#never_active}}X{{/never_active}}{{> partial}}\"}\\\n") == true)
+        }
+    }
+
+    @Test func aTemplateIsCheckedWhenItIsSaved() throws {
+        func refused(_ title: String, _ body: String = "x") throws -> String {
+            do {
+                try template("nn", title: title, body: body, organization: org)
+                return "saved"
+            } catch let error as PostgresError {
+                return error.description
+            }
+        }
+        #expect(try refused("Hei {{nmae}}").contains("title: {{nmae}}: nmae is not a variable of inactivity (its variables: days, name, never_active)"))
+        #expect(try refused("ok", "{{#never_active}}x").contains("body: {{#never_active}} is not closed"))
+        #expect(try refused("{{#never_active}}x{{/name}}").contains("{{/name}} closes {{#never_active}}"))
+        #expect(try refused("{{> footer}}").contains("partials, blocks, delimiter changes and pragmas are not allowed"))
+        #expect(try refused("Hei {{name").contains("a {{ without its }}"))
+        #expect(try refused(String(repeating: "x", count: 600)).contains("message_templates_title_check"))
+        #expect(try f.count("message_templates") == 16, "nothing saved")
+    }
+
+    @Test func aTemplateSavedBeforeTheCheckIsRefusedByTheJobForItsOrganizationOnly() throws {
+        try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
+        try template("nb", title: "Hei {{#name}}", body: "x", organization: org)
+        try f.connection.execute("ALTER TABLE message_templates ENABLE TRIGGER message_templates_valid")
+        let other = try f.organization("Other")
+        try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let ola = try f.mentor(other, "Ola", lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("organization \"Org\"") && result.stderr.contains("message template inactivity/nb: title: does not parse"), "\(result.stderr)")
+        #expect(try f.inbox(ola).count == 1, "the other organization is notified")
+        let validate = try Jobs.run("rules", ["--validate"], database: db)
+        #expect(validate.status == 78)
+        #expect(validate.stdout.contains("message template inactivity/nb"), "\(validate.stdout)")
+    }
+
+    @Test func theRendererFindsAnUnknownNameInASectionEitherWay() throws {
+        let variables = [TemplateVariable(name: "name", kind: .text), TemplateVariable(name: "never_active", kind: .flag)]
+        #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{^never_active}}{{dayz}}{{/never_active}}", variables: variables, part: "body") }
+        #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{#never_active}}{{nam}}{{/never_active}}", variables: variables, part: "body") }
+        let template = try TemplateCheck.checked("{{#never_active}}Hei {{name}}{{/never_active}}", variables: variables, part: "body")
+        #expect(template.render(["name": "<b>&{{x}}", "never_active": true]) == "Hei <b>&{{x}}", "text: no HTML escaping, no re-parsing")
+    }
+}
