@@ -380,6 +380,18 @@ BEGIN
     IF bad > 0 THEN RAISE EXCEPTION 'generate: users.last_activity_logged_at differs from the plan for % mentors', bad; END IF;
 END $$;
 
+-- The delivery policies on (issue 9), so the benchmark decides with them: every organization caps
+-- non-critical pushes at 3 a day and keeps quiet hours 22:00-07:00; the largest marks new assignments
+-- critical and sends impact summaries to the inbox only; 2% of mentors set a cap and a window of their own.
+INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end, daily_push_cap, critical_categories)
+SELECT id, '22:00', '07:00', 3, CASE WHEN row_number() OVER (ORDER BY id) = 1 THEN '{new_assignment}'::text[] ELSE '{}' END FROM organizations;
+INSERT INTO organization_category_channels (organization_id, category, channels)
+SELECT id, 'impact_summary', 'inbox_only' FROM organizations ORDER BY id LIMIT 1;
+INSERT INTO push_notification_configs (user_id, daily_push_cap, quiet_hours_start, quiet_hours_end)
+SELECT id, 1, '21:00', '08:00' FROM users WHERE role = 'peer_mentor' AND hashtext(id::text) % 50 = 0
+ON CONFLICT (user_id) DO UPDATE SET daily_push_cap = excluded.daily_push_cap,
+    quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end;
+
 VACUUM (ANALYZE);
 
 \timing off
