@@ -77,4 +77,19 @@ import TestSupport
         ])
         #expect(plan["Thomas Berge"]?["title"] as? String == "Your year as a peer mentor")
     }
+
+    /// The delivery policies in the demo: Thomas Berge's cap of 2 leaves his impact summary without a push;
+    /// Jonas Bakke's reminders wait for the end of his quiet hours.
+    @Test func policiesAsTheDemoTellsThem() throws {
+        for job in ["inactivity-check", "assignment-follow-up", "impact-summary"] {
+            let result = try Jobs.run(job, [], database: db)
+            #expect(result.status == 0, "\(job): \(result.stderr)")
+        }
+        let connection = try db.connect()
+        func reasons(_ user: String) throws -> [String] {
+            try connection.query("SELECT scenario || ':' || reason FROM decisions WHERE user_id = \(UUID(uuidString: user)!) ORDER BY id").map { try $0.decode(0) }
+        }
+        #expect(try reasons("00000000-0000-4000-8000-000000000216") == ["inactivity:notified", "assignment_follow_up:notified", "impact_summary:capped"])
+        #expect(try reasons("00000000-0000-4000-8000-000000000211") == ["inactivity:deferred_quiet_hours", "assignment_follow_up:deferred_quiet_hours"])
+    }
 }

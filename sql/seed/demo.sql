@@ -238,6 +238,20 @@ INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_e
 SELECT '00000000-0000-4000-8000-000000000123', ((now() AT TIME ZONE 'Europe/Oslo') - interval '1 hour')::time(0),
        ((now() AT TIME ZONE 'Europe/Oslo') + interval '2 hours')::time(0), pg_temp.ago('10 days');
 
+-- Jonas Bakke keeps quiet hours around now as well: his reminders wait for the end of his night. But
+-- Blindeforbundet marks new assignments critical: the one Mona dispatches during the demo reaches his
+-- phone at once, through the night, time-sensitive.
+INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end, updated_at)
+SELECT '00000000-0000-4000-8000-000000000211', ((now() AT TIME ZONE 'Europe/Oslo') - interval '1 hour')::time(0),
+       ((now() AT TIME ZONE 'Europe/Oslo') + interval '2 hours')::time(0), pg_temp.ago('20 days');
+INSERT INTO organization_delivery_policies (organization_id, critical_categories, updated_at)
+VALUES ('00000000-0000-4000-8000-000000000002', '{new_assignment}', pg_temp.ago('60 days'));
+
+-- Thomas Berge allows himself two pushes a day: his inactivity reminder and his assignment follow-up take
+-- them, and the announcement of his impact summary is in his inbox without a push (capped).
+INSERT INTO push_notification_configs (user_id, daily_push_cap, updated_at)
+VALUES ('00000000-0000-4000-8000-000000000216', 2, pg_temp.ago('30 days'));
+
 -- Device tokens ------------------------------------------------------------------------------------------
 -- (user, provider, apns environment, registered days ago, retired days ago). Staff have devices too.
 
