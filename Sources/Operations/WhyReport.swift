@@ -41,6 +41,8 @@ public struct WhyReport {
         public var settings: String
         /// The organization's own row, when it has one: its `enabled` (nil: the default) and `settings`.
         public var organizationRow: (enabled: Bool?, settings: String, updatedAt: Date)?
+        /// The scenario's priority for daily slots (1 comes first): the organization's, else the default.
+        public var priority: Int = 50
     }
 
     public struct Device {
@@ -192,7 +194,7 @@ extension WhyReport {
         // The engine's merge (RuleLoader): the organization's enabled unless NULL, its settings over the defaults.
         try connection.query("""
             SELECT d.scenario, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
-                   r.organization_id IS NOT NULL, r.enabled, r.settings::text, r.updated_at
+                   r.organization_id IS NOT NULL, r.enabled, r.settings::text, r.updated_at, coalesce(r.priority, d.priority)
               FROM scenario_defaults d
               LEFT JOIN organization_scenario_rules r ON r.scenario = d.scenario AND r.organization_id = \(organization)
              WHERE \(scenario)::text IS NULL OR d.scenario = \(scenario)
@@ -200,7 +202,8 @@ extension WhyReport {
             """).map { row in
             let hasRow: Bool = try row.decode(3)
             return Rule(scenario: try row.decode(0), enabled: try row.decode(1), settings: try row.decode(2),
-                        organizationRow: hasRow ? (try row.decode(4, as: Bool?.self), try row.decode(5), try row.decode(6)) : nil)
+                        organizationRow: hasRow ? (try row.decode(4, as: Bool?.self), try row.decode(5), try row.decode(6)) : nil,
+                        priority: try row.decode(7))
         }
     }
 

@@ -164,8 +164,9 @@ public struct RulesCommand: ParsableCommand {
                 Output.line("\(name) (\(id.lowercasedString))")
                 for rule in rules {
                     let source = rule.organizationRow == nil ? "defaults" : "its own row over the defaults"
-                    Output.line("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))")
+                    Output.line("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))  priority \(rule.priority)")
                 }
+                Output.line("  delivery: " + (try deliveryPolicy(id, connection: connection)))
             case .json:
                 for rule in rules {
                     var writer = JSONWriter()
@@ -175,9 +176,33 @@ public struct RulesCommand: ParsableCommand {
                     writer.add("enabled", rule.enabled)
                     writer.add("settings", json: rule.settings)
                     writer.add("own_row", rule.organizationRow != nil)
+                    writer.add("priority", rule.priority)
                     Output.line(writer.json)
                 }
             }
         }
+    }
+
+    /// An organization's delivery policies in one line: quiet hours, daily cap, critical categories,
+    /// channels other than the defaults, and its own message templates.
+    func deliveryPolicy(_ organization: UUID, connection: Connection) throws -> String {
+        let row = try connection.query("""
+            SELECT to_char(p.quiet_hours_start, 'HH24:MI') || '-' || to_char(p.quiet_hours_end, 'HH24:MI'), p.daily_push_cap,
+                   array_to_string(p.critical_categories, ', '),
+                   (SELECT string_agg(c.category || ' ' || c.channels, ', ' ORDER BY c.category) FROM organization_category_channels c
+                     WHERE c.organization_id = \(organization)),
+                   (SELECT string_agg(t.scenario || '/' || t.language, ', ' ORDER BY t.scenario, t.language) FROM message_templates t
+                     WHERE t.organization_id = \(organization))
+              FROM (SELECT \(organization)::uuid AS id) o
+              LEFT JOIN organization_delivery_policies p ON p.organization_id = o.id
+            """).first!
+        var parts: [String] = []
+        parts.append("quiet hours " + (try row.decode(0, as: String?.self) ?? "none"))
+        parts.append("daily cap " + ((try row.decode(1, as: Int?.self)).map(String.init) ?? "none"))
+        let critical = try row.decode(2, as: String?.self) ?? ""
+        parts.append("critical " + (critical.isEmpty ? "none" : critical))
+        if let channels = try row.decode(3, as: String?.self) { parts.append("channels " + channels) }
+        if let templates = try row.decode(4, as: String?.self) { parts.append("own templates " + templates) }
+        return parts.joined(separator: "; ")
     }
 }

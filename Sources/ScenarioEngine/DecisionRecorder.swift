@@ -57,9 +57,20 @@ struct DecisionRecorder {
 
     mutating func flush(into summary: inout ScenarioSummary) throws {
         guard !rows.isEmpty else { return }
-        try connection.transaction {
-            let displaced = try takeDailySlots(into: &summary)
-            try record(displaced: displaced, into: &summary)
+        // The daily slots' locks may meet an app transaction's (a withdrawn assignment cancelling its
+        // pushes) in a deadlock, which PostgreSQL breaks by failing one side: the batch is then decided
+        // again from the start.
+        let (decided, counted) = (rows, summary)
+        for attempt in 1... {
+            do {
+                try connection.transaction {
+                    let displaced = try takeDailySlots(into: &summary)
+                    try record(displaced: displaced, into: &summary)
+                }
+                break
+            } catch let error as PostgresError where error.sqlState == "40P01" && attempt < 3 {
+                (rows, summary) = (decided, counted)
+            }
         }
         rows.removeAll(keepingCapacity: true)
     }

@@ -21,6 +21,22 @@ import TestSupport
         #expect(result.stdout.contains(#"inactivity            on   {"threshold_days": 7}  (its own row over the defaults)"#), "\(result.stdout)")
         #expect(result.stdout.contains(#"assignment_follow_up  on   {"follow_up_days": 10}  (defaults)"#))
         #expect(result.stdout.contains(#"honorarium            OFF"#))
+        #expect(result.stdout.contains("  delivery: quiet hours none; daily cap none; critical none\n"), "\(result.stdout)")
+    }
+
+    @Test func showsTheDeliveryPoliciesAndPriorities() throws {
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end, daily_push_cap, critical_categories)
+            VALUES (\(org), '22:00', '07:00', 3, '{new_assignment}')
+            """)
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'impact_summary', 'inbox_only')")
+        try f.connection.execute("INSERT INTO organization_scenario_rules (organization_id, scenario, priority) VALUES (\(org), 'milestone', 5)")
+        try f.connection.execute("INSERT INTO message_templates (scenario, language, organization_id, title, body) VALUES ('milestone', 'en', \(org), 'Yay', '{{milestone}}!')")
+        let result = try Jobs.run("rules", ["--org", org.uuidString], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("  delivery: quiet hours 22:00-07:00; daily cap 3; critical new_assignment; channels impact_summary inbox_only; own templates milestone/en"), "\(result.stdout)")
+        #expect(result.stdout.contains("(its own row over the defaults)  priority 5"))
+        #expect(result.stdout.contains("(defaults)  priority 90"), "impact_summary's default")
     }
 
     @Test func validateFindsARuleWrittenBeforeTheDatabaseChecked() throws {
