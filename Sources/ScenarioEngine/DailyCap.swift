@@ -32,9 +32,6 @@ public struct DailySlot: Sendable {
 
     /// The date `instant` falls on in `zone`, as yyyy-mm-dd.
     public static func localDay(of instant: Date, zone: String) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
-        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+        LocalClock.day(of: instant, zone: zone)
     }
 }

@@ -11,6 +11,16 @@ public struct MessageTemplates: Sendable {
     public struct Pair: Sendable {
         public var title: MustacheTemplate
         public var body: MustacheTemplate
+        /// The text of a template without a tag, which renders as itself: no renderer needed.
+        var constantTitle: String?
+        var constantBody: String?
+
+        init(title: String, body: String, variables: [TemplateVariable]) throws {
+            self.title = try TemplateCheck.checked(title, variables: variables, part: "title")
+            self.body = try TemplateCheck.checked(body, variables: variables, part: "body")
+            constantTitle = title.contains("{{") ? nil : title
+            constantBody = body.contains("{{") ? nil : body
+        }
     }
     public private(set) var byLanguage: [String: Pair]
     /// The languages there are templates for.
@@ -26,7 +36,8 @@ public struct MessageTemplates: Sendable {
         guard let pair = byLanguage[language.rawValue] ?? byLanguage["nb"] ?? byLanguage.values.first else {
             return ("", "")
         }
-        return (pair.title.render(values), pair.body.render(values))
+        let context = TemplateValues(values)
+        return (pair.constantTitle ?? pair.title.render(context), pair.constantBody ?? pair.body.render(context))
     }
 
     /// Parses one template text as plain text (no HTML escaping).
@@ -35,6 +46,35 @@ public struct MessageTemplates: Sendable {
     }
 
     static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
+}
+
+/// A template's values as the renderer reads them: texts and numbers as `TemplateText`, which it renders
+/// as they are without trying its other protocols first (a `[String: Any]` of `String`s costs a dozen
+/// dynamic casts a variable), flags as `Bool`, lists as arrays of `TemplateValues`.
+struct TemplateValues: MustacheParent {
+    let values: [String: Any]
+
+    init(_ values: [String: Any]) {
+        var converted: [String: Any] = [:]
+        converted.reserveCapacity(values.count)
+        for (name, value) in values {
+            switch value {
+            case let text as String: converted[name] = TemplateText(renderText: text)
+            case let number as Int: converted[name] = TemplateText(renderText: String(number))
+            case let items as [[String: Any]]: converted[name] = items.map(TemplateValues.init)
+            default: converted[name] = value
+            }
+        }
+        self.values = converted
+    }
+
+    func child(named name: String) -> Any? { values[name] }
+}
+
+/// A value rendered as its text.
+struct TemplateText: MustacheCustomRenderable {
+    let renderText: String
+    var isNull: Bool { false }
 }
 
 /// Loads the templates of a scenario: the defaults, and each organization's overrides.
@@ -62,8 +102,7 @@ enum MessageTemplateLoader {
             let organization = try row.decode(1, as: UUID?.self)
             let title: String = try row.decode(2), body: String = try row.decode(3)
             do {
-                let pair = MessageTemplates.Pair(title: try TemplateCheck.checked(title, variables: variables, part: "title"),
-                                                 body: try TemplateCheck.checked(body, variables: variables, part: "body"))
+                let pair = try MessageTemplates.Pair(title: title, body: body, variables: variables)
                 if let organization { loaded.overrides[organization, default: [:]][language] = pair } else { loaded.defaults[language] = pair }
             } catch let problem as TemplateCheck.Problem {
                 let location = "message template \(scenario)/\(language)\(organization == nil ? " (the default)" : ""): \(problem.message)"

@@ -17,8 +17,8 @@ public struct OrganizationRule<Settings: Sendable>: Sendable {
     public var priority: Int
     /// The scenario's message templates for this organization (its own, else the defaults).
     public var messages: MessageTemplates
-    /// `defaultLocale` resolved once.
-    public var defaultLanguage: Language { Language.resolve(nil, organizationDefault: defaultLocale, available: messages.languages) }
+    /// `defaultLocale` resolved once, among the languages there are templates for.
+    public var defaultLanguage: Language
 }
 
 /// Reads one organization's merged settings object, with messages that name the organization and key.
@@ -150,9 +150,12 @@ public enum RuleLoader {
                 let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values)
                 let settings = try scenario.settings(reader)
                 try reader.checkNoUnknownKeys()
+                let messages = templates.templates(for: id)
+                let locale: String = try row.decode(4)
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
-                                              defaultLocale: try row.decode(4), timeZone: try row.decode(5),
-                                              priority: try row.decode(6), messages: templates.templates(for: id)))
+                                              defaultLocale: locale, timeZone: try row.decode(5), priority: try row.decode(6),
+                                              messages: messages,
+                                              defaultLanguage: Language.resolve(nil, organizationDefault: locale, available: messages.languages)))
             } catch let failure as JobFailure {
                 invalid.append(failure)
             }

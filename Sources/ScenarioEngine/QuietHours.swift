@@ -17,11 +17,10 @@ public struct QuietHours: Policy {
     public func shape(_ draft: inout NotificationDraft, _ candidate: PolicyContext) -> Suppression? {
         guard !draft.critical, draft.inboxOnly == nil, let window = candidate.recipient.quietHours,
               let end = QuietHours.end(of: window, at: candidate.now, zone: candidate.recipient.timeZone) else { return nil }
-        let local = QuietHours.clock(window.end)
         if let expiry = draft.expiresAt, expiry <= end {
             draft.inboxOnly = NotifiedReason.InboxOnly(
                 reason: "inbox_only_quiet_hours",
-                detail: "quiet hours until \(local) \(candidate.recipient.timeZone), and it expires before (\(Timestamp.iso8601(expiry))): inbox only, no push")
+                detail: "quiet hours until \(QuietHours.clock(window.end)) \(candidate.recipient.timeZone), and it expires before (\(Timestamp.iso8601(expiry))): inbox only, no push")
         } else {
             draft.deliverAt = end
         }
@@ -30,8 +29,11 @@ public struct QuietHours: Policy {
 
     /// When the window that `instant` falls in ends, or nil when `instant` is outside it.
     public static func end(of window: (start: Int, end: Int), at instant: Date, zone: String) -> Date? {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        LocalClock.windowEnd(window, at: instant, zone: zone) { computeEnd(of: window, at: instant, zone: zone) }
+    }
+
+    private static func computeEnd(of window: (start: Int, end: Int), at instant: Date, zone: String) -> Date? {
+        let calendar = LocalClock.calendar(zone)
         let parts = calendar.dateComponents([.hour, .minute, .second], from: instant)
         let now = parts.hour! * 3600 + parts.minute! * 60 + parts.second!
         let inside = window.start < window.end ? (now >= window.start && now < window.end) : (now >= window.start || now < window.end)

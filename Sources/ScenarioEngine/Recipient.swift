@@ -54,24 +54,34 @@ public struct Recipient: Sendable {
         """
     }
 
+    /// The columns `wrap` adds, in its order, after the scenario's own: read by position from the end of
+    /// the row (`ColumnIndex` checks the names once per query), not looked up by name for every row.
+    static let columns = ["recipient_organization_id", "recipient_name", "recipient_locale", "recipient_time_zone",
+                          "recipient_push_enabled", "recipient_category_enabled", "recipient_devices",
+                          "recipient_quiet_start", "recipient_quiet_end", "recipient_critical", "recipient_daily_cap",
+                          "recipient_pushes_today", "recipient_channels", "recipient_user_channels"]
+
     init<S: Sendable>(_ row: CandidateRow, rule: OrganizationRule<S>) throws {
+        let base = try row.columns.recipientBase()
+        func column<T: PostgresDecodable>(_ offset: Int, as type: T.Type = T.self) throws -> T { try row.row.decode(base + offset, as: T.self) }
+        func column<T: PostgresDecodable>(_ offset: Int, as type: T?.Type = T?.self) throws -> T? { try row.row.decode(base + offset, as: T?.self) }
         userID = try row.decode("user_id")
         organizationID = rule.organizationID
-        displayName = try row.decode("recipient_name")
-        let locale = try row.decode("recipient_locale", as: String?.self)
+        displayName = try column(1)
+        let locale = try column(2, as: String?.self)
         language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale, available: rule.messages.languages)
-        timeZone = try row.decode("recipient_time_zone", as: String?.self) ?? rule.timeZone
-        pushEnabled = try row.decode("recipient_push_enabled")
-        categoryEnabled = try row.decode("recipient_category_enabled")
-        activeDevices = try row.decode("recipient_devices")
-        criticalCategory = try row.decode("recipient_critical")
-        if let start = try row.decode("recipient_quiet_start", as: Int?.self), let end = try row.decode("recipient_quiet_end", as: Int?.self) {
+        timeZone = try column(3, as: String?.self) ?? rule.timeZone
+        pushEnabled = try column(4)
+        categoryEnabled = try column(5)
+        activeDevices = try column(6)
+        if let start = try column(7, as: Int?.self), let end = try column(8, as: Int?.self) {
             quietHours = (start, end)
         }
-        dailyCap = try row.decode("recipient_daily_cap", as: Int?.self)
-        pushesToday = try row.decode("recipient_pushes_today", as: Int?.self) ?? 0
-        channels = CategoryChannels(try row.decode("recipient_channels"))
-        if let own = try row.decode("recipient_user_channels", as: String?.self) { channels.formIntersection(CategoryChannels(own)) }
+        criticalCategory = try column(9)
+        dailyCap = try column(10, as: Int?.self)
+        pushesToday = try column(11, as: Int?.self) ?? 0
+        channels = CategoryChannels(try column(12))
+        if let own = try column(13, as: String?.self) { channels.formIntersection(CategoryChannels(own)) }
     }
 }
 
@@ -125,10 +135,15 @@ public struct CandidateRow {
 /// Column names to positions, learnt from the first row of a result.
 final class ColumnIndex {
     private var positions: [String: Int] = [:]
+    private var names: [String] = []
+    private var base: Int?
 
     func learn(_ row: Row) {
         guard positions.isEmpty else { return }
-        for column in 0..<row.count { positions[row.name(column)] = positions[row.name(column)] ?? column }
+        for column in 0..<row.count {
+            names.append(row.name(column))
+            positions[row.name(column)] = positions[row.name(column)] ?? column
+        }
     }
 
     func index(_ name: String) throws -> Int {
@@ -136,5 +151,16 @@ final class ColumnIndex {
             throw JobFailure(.software, "the candidate query has no column \"\(name)\" (it has: \(positions.keys.sorted().joined(separator: ", ")))")
         }
         return index
+    }
+
+    /// Where `Recipient.columns` start: the last columns of the row, checked by name once.
+    func recipientBase() throws -> Int {
+        if let base { return base }
+        let start = names.count - Recipient.columns.count
+        guard start >= 0, Array(names[start...]) == Recipient.columns else {
+            throw JobFailure(.software, "the candidate query does not end with the recipient's columns (\(Recipient.columns.joined(separator: ", ")))")
+        }
+        base = start
+        return start
     }
 }

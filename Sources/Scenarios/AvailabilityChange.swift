@@ -91,8 +91,7 @@ public struct AvailabilityChange: EventScenario {
 /// in another language as Foundation's medium style for it.
 enum LocalDate {
     static func text(_ date: Date, zone: String, language: Language) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        let calendar = LocalClock.calendar(zone)
         let parts = calendar.dateComponents([.year, .month, .day], from: date)
         switch language {
         case .norwegianBokmal:

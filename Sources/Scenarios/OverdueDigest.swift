@@ -119,8 +119,7 @@ struct LocalTime {
     let nextMidnight: Date
 
     init(_ instant: Date, zone: String) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        let calendar = LocalClock.calendar(zone)
         let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: instant)
         hour = parts.hour!
         minute = parts.minute!
