@@ -24,7 +24,7 @@ public struct Language: Sendable, Hashable, CustomStringConvertible {
 
     /// The language for a user's locale setting among those `available`, falling back to the
     /// organization's default, then Bokmål.
-    public static func resolve(_ userLocale: String?, organizationDefault: String?, available: Set<String> = ["nb", "en"]) -> Language {
+    public static func resolve(_ userLocale: String?, organizationDefault: String?, available: Set<String>) -> Language {
         for candidate in [userLocale, organizationDefault] {
             if let code = code(of: candidate), available.contains(code) { return Language(code) }
         }

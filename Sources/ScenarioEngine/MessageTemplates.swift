@@ -180,7 +180,7 @@ public enum TemplateCheck {
     }
 
     /// A context that notes every name the template asks for.
-    final class Probe: MustacheParent, @unchecked Sendable {
+    final class Probe: MustacheParent {
         let values: [String: Any]
         private(set) var asked = Set<String>()
         private var children: [Probe] = []

@@ -1,7 +1,7 @@
 import Foundation
 
-/// A rule every scenario obeys without a line of its own: the organization's switch, the user's
-/// master and category switches today; quiet hours, caps and channels join the same list. Policies run
+/// A rule every scenario obeys without a line of its own: the organization's switch, the user's master
+/// and category switches, channels, critical categories, quiet hours and the daily cap. Policies run
 /// in order: `screen` before the scenario decides (the first suppression wins), `shape` after it
 /// decided to notify (a policy may change the draft, or suppress it).
 public protocol Policy: Sendable {
