@@ -61,6 +61,11 @@ public struct Recipient: Sendable {
                           "recipient_quiet_start", "recipient_quiet_end", "recipient_critical", "recipient_daily_cap",
                           "recipient_pushes_today", "recipient_channels", "recipient_user_channels"]
 
+    /// The recipient's organization, which picks the rule the rest of the row is read with.
+    static func organizationID(of row: CandidateRow) throws -> UUID {
+        try row.row.decode(try row.columns.recipientBase(), as: UUID.self)
+    }
+
     init<S: Sendable>(_ row: CandidateRow, rule: OrganizationRule<S>) throws {
         let base = try row.columns.recipientBase()
         func column<T: PostgresDecodable>(_ offset: Int, as type: T.Type = T.self) throws -> T { try row.row.decode(base + offset, as: T.self) }

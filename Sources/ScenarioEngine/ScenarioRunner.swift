@@ -133,7 +133,7 @@ public struct ScenarioRunner<S: Scenario> {
         try connection.stream(query, binary: true) { row in
             columns.learn(row)
             let candidate = CandidateRow(row: row, columns: columns)
-            guard let rule = byOrganization[try candidate.decode("recipient_organization_id")] else { return }
+            guard let rule = byOrganization[try Recipient.organizationID(of: candidate)] else { return }
             let recipient = try Recipient(candidate, rule: rule)
             try body(recipient, try candidate.decode("subject", as: String?.self), try decide(candidate, recipient: recipient, rule: rule, now: now), rule)
         }
