@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2
+import Synchronization
 import JobKit
 import Logging
 import Postgres
@@ -58,6 +59,8 @@ public final class OutboxEngine {
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
+    /// The categories' presentation, read by the first claim (on the engine's thread or the writer's).
+    private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
     /// Where the database time went (logged at debug level): claiming, and writing outcomes.
     private var timings: (claims: Duration, flushes: Duration) = (.zero, .zero)
 
@@ -227,6 +230,7 @@ public final class OutboxEngine {
             """
         // `d.id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set, the
         // planner hashed the whole deliveries table on every claim.
+        // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
         let rows = try connection.query("""
             WITH due AS (\(due))
             UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => \(lease)), updated_at = now()
@@ -235,27 +239,34 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      d.next_attempt_at::text, t.last_seen_at, n.critical,
-                      (SELECT array[c.android_channel_id, c.sound, c.apns_thread_id] FROM notification_categories c WHERE c.category = n.category)
-            """)
+                      d.next_attempt_at::text, t.last_seen_at, n.critical
+            """, binary: true)
+        let presentations = try self.presentations(on: connection)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
             let environment = try row.decode(6, as: String?.self).flatMap(PushTarget.APNsEnvironment.init(rawValue:))
+            let category: String = try row.decode(8)
             return Claimed(
                 deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
-                message: PushMessage(notificationID: try row.decode(7), category: try row.decode(8), title: try row.decode(9),
+                message: PushMessage(notificationID: try row.decode(7), category: category, title: try row.decode(9),
                                      body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
-                                     presentation: OutboxEngine.presentation(try row.decode(17, as: [String]?.self))),
+                                     presentation: presentations[category]),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy)
         }
     }
 
-    /// A `notification_categories` row's presentation (channel, sound, thread), or nil for the fallback.
-    static func presentation(_ columns: [String]?) -> PushMessage.Presentation? {
-        guard let columns, columns.count == 3 else { return nil }
-        return PushMessage.Presentation(androidChannel: columns[0], sound: columns[1], apnsThread: columns[2])
+    /// How the phone presents each category (the `notification_categories` rows: channel, sound, thread),
+    /// read once per run: a category without a row gets the fallback.
+    private func presentations(on connection: Connection) throws -> [String: PushMessage.Presentation] {
+        if let loaded = presentationsLoaded.withLock({ $0 }) { return loaded }
+        var loaded: [String: PushMessage.Presentation] = [:]
+        for row in try connection.query("SELECT category, android_channel_id, sound, apns_thread_id FROM notification_categories") {
+            loaded[try row.decode(0)] = PushMessage.Presentation(androidChannel: try row.decode(1), sound: try row.decode(2), apnsThread: try row.decode(3))
+        }
+        presentationsLoaded.withLock { $0 = loaded }
+        return loaded
     }
 
     /// The string members of a jsonb object, in key order (FCM's data takes strings only).

@@ -51,19 +51,15 @@ final class OutcomeRecorder {
         try connection.transaction {
             if !outcomes.isEmpty {
                 let ids = PostgresArray(outcomes.map(\.id))
-                // Lock in id order, so two engines flushing overlapping rows cannot deadlock.
+                // Lock in id order, so two engines flushing overlapping rows cannot deadlock; and find the rows
+                // by primary key whatever the planner estimates (a hash join reads the whole table for them).
                 try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE")
+                try connection.execute("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
                 // Written only while the claim is still ours (next_attempt_at unchanged since the claim) and
                 // the delivery still open; a push that went out is recorded as sent even after a lost claim.
+                // The event rows come from the update's own RETURNING: what was not written logs nothing.
                 try connection.execute("""
-                    WITH input AS (
-                        SELECT * FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
-                                             \(PostgresArray(outcomes.map(\.attempts)))::int[], \(PostgresArray(outcomes.map(\.nextAttempt)))::timestamptz[],
-                                             \(PostgresArray(outcomes.map(\.error)))::text[], \(PostgresArray(outcomes.map(\.messageID)))::text[],
-                                             \(PostgresArray(outcomes.map(\.event)))::text[], \(PostgresArray(outcomes.map(\.status)))::int[],
-                                             \(PostgresArray(outcomes.map(\.lease)))::text[])
-                            AS t(id, state, attempts, next_attempt_at, error, message_id, event, status, lease)
-                    ), updated AS (
+                    WITH updated AS (
                         UPDATE deliveries d
                            SET state = coalesce(i.state, d.state), attempts = greatest(d.attempts, i.attempts),
                                next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
@@ -71,14 +67,18 @@ final class OutcomeRecorder {
                                provider_message_id = coalesce(i.message_id, d.provider_message_id),
                                sent_at = CASE WHEN i.state = 'sent' THEN now() ELSE d.sent_at END,
                                updated_at = now()
-                          FROM input i
+                          FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
+                                      \(PostgresArray(outcomes.map(\.attempts)))::int[], \(PostgresArray(outcomes.map(\.nextAttempt)))::timestamptz[],
+                                      \(PostgresArray(outcomes.map(\.error)))::text[], \(PostgresArray(outcomes.map(\.messageID)))::text[],
+                                      \(PostgresArray(outcomes.map(\.event)))::text[], \(PostgresArray(outcomes.map(\.status)))::int[],
+                                      \(PostgresArray(outcomes.map(\.lease)))::text[])
+                               AS i(id, state, attempts, next_attempt_at, error, message_id, event, status, lease)
                          WHERE d.id = i.id AND d.state IN ('pending', 'retrying')
                            AND (d.next_attempt_at = i.lease::timestamptz OR i.state = 'sent')
-                        RETURNING d.id
+                        RETURNING d.id, i.event, i.attempts, i.status, i.error
                     )
                     INSERT INTO delivery_events (delivery_id, event, attempt, provider_status, detail)
-                    SELECT i.id, i.event, i.attempts, i.status, i.error FROM input i JOIN updated u ON u.id = i.id
-                     WHERE i.event IS NOT NULL
+                    SELECT id, event, attempts, status, error FROM updated WHERE event IS NOT NULL
                     """)
             }
             for retirement in retirements {

@@ -59,13 +59,15 @@ public final class Connection {
     /// The server's version number, e.g. 150018.
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 
-    /// Runs a statement and returns all of its rows.
+    /// Runs a statement and returns all of its rows. With `binary`, rows come in PostgreSQL's binary
+    /// format (see `stream`).
     @discardableResult
-    public func query(_ query: Query) throws -> QueryResult {
+    public func query(_ query: Query, binary: Bool = false) throws -> QueryResult {
         let name = try preparedName(query)
+        let format: Int32 = binary ? 1 : 0
         let result = try withParameters(query.parameters) { count, values in
-            if let name { return PQexecPrepared(handle, name, count, values, nil, nil, 0) }
-            return PQexecParams(handle, query.sql, count, nil, values, nil, nil, 0)
+            if let name { return PQexecPrepared(handle, name, count, values, nil, nil, format) }
+            return PQexecParams(handle, query.sql, count, nil, values, nil, nil, format)
         }
         return QueryResult(try check(result))
     }

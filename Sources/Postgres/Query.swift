@@ -122,19 +122,30 @@ public struct PostgresArray<Element>: PostgresEncodable {
         self.init(elements.map { Optional($0) })
     }
 
+    /// The array literal, built on UTF-8 bytes: every element quoted, `"` and `\` escaped (an outbox
+    /// flush sends thousands of elements, so this is on the hot path).
     public var postgresText: String? {
-        var text = "{"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2 + elements.count * 16)
+        bytes.append(UInt8(ascii: "{"))
         for (index, element) in elements.enumerated() {
-            if index > 0 { text += "," }
-            guard let element, let value = encode(element) else { text += "NULL"; continue }
-            text += "\""
-            for scalar in value.unicodeScalars {
-                if scalar == "\"" || scalar == "\\" { text += "\\" }
-                text.unicodeScalars.append(scalar)
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let element, var value = encode(element) else { bytes.append(contentsOf: "NULL".utf8); continue }
+            bytes.append(UInt8(ascii: "\""))
+            value.withUTF8 { utf8 in
+                if !utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                    bytes.append(contentsOf: utf8)
+                    return
+                }
+                for byte in utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                    bytes.append(byte)
+                }
             }
-            text += "\""
+            bytes.append(UInt8(ascii: "\""))
         }
-        return text + "}"
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
