@@ -52,9 +52,13 @@ final class OutcomeRecorder {
             if !outcomes.isEmpty {
                 let ids = PostgresArray(outcomes.map(\.id))
                 // Lock in id order, so two engines flushing overlapping rows cannot deadlock; and find the rows
-                // by primary key whatever the planner estimates (a hash join reads the whole table for them).
+                // by primary key, one index probe each, whatever the planner estimates (a hash join read the whole
+                // table for them, and a bitmap scan per row costs more than the probe).
                 try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE")
-                try connection.execute("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
+                try connection.execute("""
+                    SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+                           set_config('enable_bitmapscan', 'off', true)
+                    """)
                 // Written only while the claim is still ours (next_attempt_at unchanged since the claim) and
                 // the delivery still open; a push that went out is recorded as sent even after a lost claim.
                 // The event rows come from the update's own RETURNING: what was not written logs nothing.
