@@ -80,12 +80,13 @@ public enum DeliverRunner {
     }
 
     /// One engine on this thread, with a second connection of its own on which a writer thread records
-    /// outcomes and claims the next batch while the pushes keep flowing (`OutboxWriter`).
+    /// outcomes while another claims the next batch on the engine's connection, and the pushes keep
+    /// flowing (`OutboxWriter`).
     static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
         writer.preparesStatements = true
-        engine.writer = OutboxWriter(connection: writer)
+        engine.writer = OutboxWriter(connection: writer, claimConnection: connection)
         return try engine.run(scope: .all)
     }
 

@@ -335,7 +335,7 @@ public final class OutboxEngine {
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
-                    writer.requestClaim { [unowned self] in try self.claim(scope: scope, providers: providers, on: writer.connection) }
+                    writer.requestClaim { [unowned self] in try self.claim(scope: scope, providers: providers, on: writer.claimConnection) }
                 }
             }
             while failure == nil {

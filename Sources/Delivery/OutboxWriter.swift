@@ -1,16 +1,23 @@
 import Foundation
 import Postgres
 
-/// The database side of an outbox run on a thread and a connection of its own: outcomes are written, and
-/// the next batch claimed, while the pushes keep flowing on the engine's thread. Work runs in the order it
-/// was handed over (a batch's outcomes are written before a later claim). Without a writer the engine does
-/// both in line, waiting for each (scenario jobs and event-notify, whose batches are small).
+/// The database side of an outbox run, off the engine's thread: outcomes are written on one thread and
+/// connection, and the next batch is claimed on another (the engine's own connection, idle while the pushes
+/// flow), so a claim never waits behind a backlog of writes and the pushes keep flowing. Writes run in the
+/// order they were handed over; a claim runs beside them, except after a release was handed over: then it
+/// waits for that write, so it can take the released rows again. Without a writer the engine does both in
+/// line, waiting for each (scenario jobs and event-notify, whose batches are small).
 ///
 /// What the engine hands over it no longer touches, and the engine reads results only through the lock:
 /// hence `@unchecked Sendable`.
 final class OutboxWriter: @unchecked Sendable {
     let connection: Connection
+    /// Where claims run: the engine's connection, which the engine uses only after `drain`.
+    let claimConnection: Connection
     private let queue = DispatchQueue(label: "mentor-push.outbox-writer")
+    private let claimQueue = DispatchQueue(label: "mentor-push.outbox-claims")
+    /// A release was handed over since the last claim was asked for.
+    private var releaseHandedOver = false
     private let lock = NSLock()
     private var failure: Error?
     private var retired = 0
@@ -23,14 +30,20 @@ final class OutboxWriter: @unchecked Sendable {
     /// Time spent writing and claiming, for the debug log.
     private var busy: (writes: Duration, claims: Duration) = (.zero, .zero)
 
-    init(connection: Connection) { self.connection = connection }
+    init(connection: Connection, claimConnection: Connection) {
+        self.connection = connection
+        self.claimConnection = claimConnection
+    }
 
     /// Writes `recorder`'s outcomes with `flush` (the engine's, which retries on a deadlock). After a
     /// failure nothing more is written: the engine stops and its claims run out.
     func write(_ recorder: OutcomeRecorder, with flush: @escaping (OutcomeRecorder) throws -> Int) {
         let buffer = Unchecked(recorder)
         let writeOut = Unchecked(flush)
-        lock.withLock { queuedWrites += 1 }
+        lock.withLock {
+            queuedWrites += 1
+            if recorder.hasReleases { releaseHandedOver = true }
+        }
         queue.async { [self] in
             let recorder = buffer.value
             let started = ContinuousClock.now
@@ -51,9 +64,13 @@ final class OutboxWriter: @unchecked Sendable {
 
     /// Starts claiming the next batch with `claim`; `takeClaimed` hands it over once it is there.
     func requestClaim(_ claim: @escaping () throws -> [OutboxEngine.Claimed]) {
-        lock.withLock { claiming = true }
+        let afterWrites = lock.withLock {
+            claiming = true
+            defer { releaseHandedOver = false }
+            return releaseHandedOver
+        }
         let work = Unchecked(claim)
-        queue.async { [self] in
+        (afterWrites ? queue : claimQueue).async { [self] in
             let started = ContinuousClock.now
             let result = Result { lock.withLock { failure } == nil ? try work.value() : [] }
             lock.withLock {
@@ -85,7 +102,10 @@ final class OutboxWriter: @unchecked Sendable {
     }
 
     /// Waits until everything handed over is done.
-    func drain() { queue.sync {} }
+    func drain() {
+        queue.sync {}
+        claimQueue.sync {}
+    }
 
     /// The first error a write or a claim met, if any.
     var error: Error? { lock.withLock { failure } }

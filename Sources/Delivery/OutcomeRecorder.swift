@@ -25,6 +25,9 @@ final class OutcomeRecorder {
 
     var pending: Int { outcomes.count }
 
+    /// Whether a release is among the outcomes (a claim must not overtake it: it would miss the row).
+    private(set) var hasReleases = false
+
     func settle(_ claimed: OutboxEngine.Claimed, state: String, event: String, error: String?, status: Int?,
                 messageID: String? = nil, attempts attempt: Int? = nil, nextAttempt: Date? = nil) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: state, attempts: attempt ?? claimed.attempts, nextAttempt: nextAttempt,
@@ -38,6 +41,7 @@ final class OutcomeRecorder {
     func release(_ claimed: OutboxEngine.Claimed) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: Date(),
                                 error: nil, messageID: nil, event: nil, status: nil, lease: claimed.lease))
+        hasReleases = true
     }
 
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
