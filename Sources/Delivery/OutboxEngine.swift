@@ -181,22 +181,39 @@ public final class OutboxEngine {
 
     // MARK: - Claiming
 
-    struct Claimed {
-        var deliveryID: Int
-        var attempts: Int
-        var tokenID: Int
-        var tokenRetired: Bool
-        var message: PushMessage
-        var target: PushTarget
+    /// A claimed delivery with its message, as the claim read it. A class: it travels through the batch
+    /// queue, the in-flight table and the recorder, and a copy costs one reference instead of a dozen.
+    final class Claimed: @unchecked Sendable {
+        let deliveryID: Int
+        let attempts: Int
+        let tokenID: Int
+        let tokenRetired: Bool
+        let message: PushMessage
+        let target: PushTarget
         /// `next_attempt_at` as the claim set it (text, exact to the microsecond): the proof that the row
         /// is still this engine's when its outcome is written. A row whose lease ran out and was claimed
         /// again has another value, and this engine's late outcome for it is not written.
-        var lease: String
+        let lease: String
         /// When the app last registered the token: a 410 older than this does not retire it.
-        var tokenLastSeen: Date
+        let tokenLastSeen: Date
         /// The last moment its push may start: a push may take the whole request timeout, and must not
         /// outlive the claim (measured from before the claim, so never late).
-        var startBy: ContinuousClock.Instant
+        let startBy: ContinuousClock.Instant
+        /// The provider's credential generation it was last sent with (the engine's thread alone sets it).
+        var sentWith = 0
+
+        init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
+             lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant) {
+            self.deliveryID = deliveryID
+            self.attempts = attempts
+            self.tokenID = tokenID
+            self.tokenRetired = tokenRetired
+            self.message = message
+            self.target = target
+            self.lease = lease
+            self.tokenLastSeen = tokenLastSeen
+            self.startBy = startBy
+        }
     }
 
     /// An outcome buffer for the connection that will write it.
@@ -281,7 +298,6 @@ public final class OutboxEngine {
     /// window full; outcomes are recorded as they complete.
     func send(_ batch: [Claimed], scope: Scope, usable: inout Set<PushTarget.Provider>, report: inout DeliveryReport) throws {
         var recorder = makeRecorder()
-        var byID: [Int: Claimed] = [:]
         var queue: [Claimed] = []
         /// Settles what cannot be sent at all, and queues the rest.
         func admit(_ rows: [Claimed]) {
@@ -297,7 +313,6 @@ public final class OutboxEngine {
                     recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
                     report.count(.expired, claimed.target.provider)
                 } else {
-                    byID[claimed.deliveryID] = claimed
                     queue.append(claimed)
                 }
             }
@@ -308,9 +323,9 @@ public final class OutboxEngine {
         var index = 0
         var lastFlush = ContinuousClock.now
         var resend: [Claimed] = []
+        /// The pushes on the wire, by delivery.
+        var inFlight: [Int: Claimed] = [:]
         var resent = Set<Int>()
-        /// The provider's credential generation each delivery was last sent with.
-        var sentWith: [Int: Int] = [:]
         var failure: Error?
         var live = usable
         /// What was claimed and not sent goes back, due at once, no attempt counted.
@@ -359,19 +374,21 @@ public final class OutboxEngine {
                     report.count(.failed, claimed.target.provider)
                     continue
                 }
+                // The tag finds the delivery again when its answer comes.
                 let request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
-                sentWith[claimed.deliveryID] = provider.credentialGeneration
+                claimed.sentWith = provider.credentialGeneration
+                inFlight[claimed.deliveryID] = claimed
                 return request
             }
             return nil
         }, completed: { request, result in
-            guard let claimed = byID[request.tag], let provider = providers[claimed.target.provider] else { return }
+            guard let claimed = inFlight.removeValue(forKey: request.tag), let provider = providers[claimed.target.provider] else { return }
             let status = (try? result.get())?.status
             var outcome = provider.classify(result)
             if case .reauthenticate(let reason) = outcome {
                 // Sent with a credential already replaced (many were in flight when the first such answer
                 // came): send again with the new one; else get a fresh one (once per delivery).
-                let stale = (sentWith[claimed.deliveryID] ?? provider.credentialGeneration) < provider.credentialGeneration
+                let stale = claimed.sentWith < provider.credentialGeneration
                 if !resent.contains(claimed.deliveryID) && (stale || provider.refreshCredentials()) {
                     resent.insert(claimed.deliveryID)
                     resend.append(claimed)
