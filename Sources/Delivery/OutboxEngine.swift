@@ -145,7 +145,7 @@ public final class OutboxEngine {
                 throw error
             }
             let busy = writer.timings
-            logger.debug("database time on the writer's connection: claims \(busy.claims), outcome writes \(busy.writes); in line: claims \(timings.claims)")
+            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims)")
         } else {
             report.tokensRetired += try recorder.flush()
             logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)")
