@@ -61,7 +61,7 @@ public struct AssignmentFollowUp: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let days = Int(now.timeIntervalSince(candidate.dispatchedAt) / 86_400)
+        let days = now.wholeDays(since: candidate.dispatchedAt)
         if let pause = candidate.pause {
             return .suppress(.paused, detail: "\(pause.detail); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
         }

@@ -83,7 +83,7 @@ public struct InactivityCheck: Scenario {
             }
             anchor = reminded
         }
-        let days = Int(now.timeIntervalSince(stretchStart) / 86_400)
+        let days = now.wholeDays(since: stretchStart)
         var why: String
         if let last = candidate.lastActivity, last >= (candidate.pauseLiftedAt ?? .distantPast) {
             why = "no activity logged for \(days) days (since \(day(last)); threshold \(rule.settings.thresholdDays))"

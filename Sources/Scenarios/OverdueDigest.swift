@@ -83,7 +83,7 @@ public struct OverdueDigest: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let oldest = Int(now.timeIntervalSince(candidate.oldestDispatch) / 86_400)
+        let oldest = now.wholeDays(since: candidate.oldestDispatch)
         let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
