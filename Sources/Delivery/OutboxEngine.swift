@@ -59,7 +59,7 @@ public final class OutboxEngine {
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
     private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
-    /// The categories' presentation, read by the first claim (on the engine's thread or the writer's).
+    /// The categories' presentation, read by the first claim (on whichever thread claims first).
     private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
     /// Where the database time went (logged at debug level): claiming, and writing outcomes.
     private var timings: (claims: Duration, flushes: Duration) = (.zero, .zero)
@@ -245,6 +245,8 @@ public final class OutboxEngine {
              LIMIT \(batchSize)
              FOR UPDATE OF d SKIP LOCKED
             """
+        // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
+        let presentations = try self.presentations(on: connection)
         // `d.id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set, the
         // planner hashed the whole deliveries table on every claim.
         // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
@@ -258,7 +260,6 @@ public final class OutboxEngine {
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
                       d.next_attempt_at::text, t.last_seen_at, n.critical
             """, binary: true)
-        let presentations = try self.presentations(on: connection)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
             let environment = try row.decode(6, as: String?.self).flatMap(PushTarget.APNsEnvironment.init(rawValue:))
