@@ -6,8 +6,8 @@ import Logging
 import Postgres
 import Push
 
-/// The outbox engine: claims due deliveries in batches (`FOR UPDATE SKIP LOCKED`, then a lease on
-/// `next_attempt_at`), sends them over HTTP/2, and records each outcome as it completes, with an
+/// The outbox engine: claims due deliveries in batches from `delivery_queue` (`FOR UPDATE SKIP LOCKED`,
+/// then a lease in `lease_until`), sends them over HTTP/2, and records each outcome as it completes, with an
 /// entry in the append-only `delivery_events`. Many engines on many hosts can drain one database:
 /// a claimed row is invisible to the others until its lease runs out, so a crash loses nothing
 /// and can repeat only what was in flight (each push carries a collapse id, so the device shows one).
@@ -82,8 +82,11 @@ public final class OutboxEngine {
                   maxAttempts: settings.maxAttempts, lease: lease, logger: logger)
     }
 
-    /// The one definition of a delivery that is due (`d` is `deliveries`): open, and its time has come.
-    public static let duePredicate: Query = "d.state IN ('pending', 'retrying') AND d.next_attempt_at <= now()"
+    /// The one definition of a delivery that is due (`q` is `delivery_queue`, which holds the open ones):
+    /// its time has come, and no engine's lease on it still holds.
+    public static let duePredicate: Query = """
+        q.next_attempt_at <= now() AND (q.lease_until IS NULL OR q.lease_until <= now())
+        """
 
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
     public func run(scope: Scope) throws -> DeliveryReport {
@@ -190,7 +193,7 @@ public final class OutboxEngine {
         let tokenRetired: Bool
         let message: PushMessage
         let target: PushTarget
-        /// `next_attempt_at` as the claim set it (text, exact to the microsecond): the proof that the row
+        /// `lease_until` as the claim set it (text, exact to the microsecond): the proof that the row
         /// is still this engine's when its outcome is written. A row whose lease ran out and was claimed
         /// again has another value, and this engine's late outcome for it is not written.
         let lease: String
@@ -225,40 +228,40 @@ public final class OutboxEngine {
         let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
-        // The one job run's deliveries, or every due one (then without a join to notifications: the
-        // scope has nothing to filter there).
+        // The one job run's deliveries, or every due one (then from the queue alone: it carries the
+        // provider, and the scope has nothing to filter elsewhere).
         let due: Query = runID.map { runID in
             """
-            SELECT d.id FROM deliveries d
-              JOIN device_tokens t ON t.id = d.device_token_id
+            SELECT q.delivery_id FROM delivery_queue q
+              JOIN deliveries d ON d.id = q.delivery_id
               JOIN notifications n ON n.id = d.notification_id
-             WHERE \(OutboxEngine.duePredicate) AND t.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
-             ORDER BY d.next_attempt_at
+             WHERE \(OutboxEngine.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
+             ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
-             FOR UPDATE OF d SKIP LOCKED
+             FOR UPDATE OF q SKIP LOCKED
             """
         } ?? """
-            SELECT d.id FROM deliveries d
-              JOIN device_tokens t ON t.id = d.device_token_id
-             WHERE \(OutboxEngine.duePredicate) AND t.provider = ANY(\(kinds)::text[])
-             ORDER BY d.next_attempt_at
+            SELECT q.delivery_id FROM delivery_queue q
+             WHERE \(OutboxEngine.duePredicate) AND q.provider = ANY(\(kinds)::text[])
+             ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
-             FOR UPDATE OF d SKIP LOCKED
+             FOR UPDATE OF q SKIP LOCKED
             """
         // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
         let presentations = try self.presentations(on: connection)
-        // `d.id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set, the
-        // planner hashed the whole deliveries table on every claim.
+        // `q.delivery_id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set,
+        // the planner hashed whole tables on every claim. The lease is in no index: a HOT update.
         // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
         let rows = try connection.query("""
             WITH due AS (\(due))
-            UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => \(lease)), updated_at = now()
-              FROM notifications n, device_tokens t
-             WHERE d.id = ANY(ARRAY(SELECT id FROM due)) AND n.id = d.notification_id AND t.id = d.device_token_id
+            UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease))
+              FROM deliveries d, notifications n, device_tokens t
+             WHERE q.delivery_id = ANY(ARRAY(SELECT delivery_id FROM due)) AND d.id = q.delivery_id
+               AND n.id = d.notification_id AND t.id = d.device_token_id
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      d.next_attempt_at::text, t.last_seen_at, n.critical
+                      q.lease_until::text, t.last_seen_at, n.critical
             """, binary: true)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!

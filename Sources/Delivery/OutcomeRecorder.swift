@@ -37,9 +37,9 @@ final class OutcomeRecorder {
     /// The deliveries buffered as sent (for a message when they cannot be recorded).
     var sentIDs: [Int] { outcomes.filter { $0.state == "sent" }.map(\.id) }
 
-    /// Gives a claimed delivery back unsent, due now, with no attempt counted.
+    /// Gives a claimed delivery back unsent, with no attempt counted: its lease cleared, it is due again at once.
     func release(_ claimed: OutboxEngine.Claimed) {
-        outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: Date(),
+        outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: nil,
                                 error: nil, messageID: nil, event: nil, status: nil, lease: claimed.lease))
         hasReleases = true
     }
@@ -54,36 +54,49 @@ final class OutcomeRecorder {
         var retired = 0
         try connection.transaction {
             if !outcomes.isEmpty {
+                outcomes.sort { $0.id < $1.id }
                 let ids = PostgresArray(outcomes.map(\.id))
-                // Lock in id order, so two engines flushing overlapping rows cannot deadlock; and find the rows
-                // by primary key, one index probe each, whatever the planner estimates (a hash join read the whole
-                // table for them, and a bitmap scan per row costs more than the probe).
-                try connection.execute("SELECT 1 FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE")
+                // Lock the queue rows in id order, so two engines flushing overlapping rows cannot deadlock; and
+                // find rows by primary key, one index probe each, whatever the planner estimates (a hash join read
+                // the whole table for them, and a bitmap scan per row costs more than the probe).
+                try connection.execute("SELECT 1 FROM delivery_queue WHERE delivery_id = ANY(\(ids)::bigint[]) ORDER BY 1 FOR UPDATE")
                 try connection.execute("""
                     SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
                            set_config('enable_bitmapscan', 'off', true)
                     """)
-                // Written only while the claim is still ours (next_attempt_at unchanged since the claim) and
-                // the delivery still open; a push that went out is recorded as sent even after a lost claim.
-                // The event rows come from the update's own RETURNING: what was not written logs nothing.
+                // Written only while the claim is still ours (the queue row's lease unchanged since the claim): a
+                // final outcome takes the row out of the queue, a retry moves it to its next attempt, a release
+                // clears the lease. A push that went out is recorded as sent even after a lost claim, as long as
+                // the delivery is still queued; nothing reopens a delivery that left the queue. Only the rows
+                // written get their deliveries update and their event.
                 try connection.execute("""
-                    WITH updated AS (
-                        UPDATE deliveries d
-                           SET state = coalesce(i.state, d.state), attempts = greatest(d.attempts, i.attempts),
-                               next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
-                               last_error = coalesce(i.error, d.last_error),
-                               provider_message_id = coalesce(i.message_id, d.provider_message_id),
-                               sent_at = CASE WHEN i.state = 'sent' THEN now() ELSE d.sent_at END,
-                               updated_at = now()
-                          FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
+                    WITH i AS (
+                        SELECT * FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
                                       \(PostgresArray(outcomes.map(\.attempts)))::int[], \(PostgresArray(outcomes.map(\.nextAttempt)))::timestamptz[],
                                       \(PostgresArray(outcomes.map(\.error)))::text[], \(PostgresArray(outcomes.map(\.messageID)))::text[],
                                       \(PostgresArray(outcomes.map(\.event)))::text[], \(PostgresArray(outcomes.map(\.status)))::int[],
                                       \(PostgresArray(outcomes.map(\.lease)))::text[])
                                AS i(id, state, attempts, next_attempt_at, error, message_id, event, status, lease)
-                         WHERE d.id = i.id AND d.state IN ('pending', 'retrying')
-                           AND (d.next_attempt_at = i.lease::timestamptz OR i.state = 'sent')
-                        RETURNING d.id, i.event, i.attempts, i.status, i.error
+                    ), dequeued AS (
+                        DELETE FROM delivery_queue q USING i
+                         WHERE q.delivery_id = i.id AND i.state <> 'retrying'
+                           AND (q.lease_until = i.lease::timestamptz OR i.state = 'sent')
+                        RETURNING i.*
+                    ), requeued AS (
+                        UPDATE delivery_queue q SET next_attempt_at = coalesce(i.next_attempt_at, q.next_attempt_at), lease_until = NULL
+                          FROM i
+                         WHERE q.delivery_id = i.id AND (i.state IS NULL OR i.state = 'retrying') AND q.lease_until = i.lease::timestamptz
+                        RETURNING i.*
+                    ), updated AS (
+                        UPDATE deliveries d
+                           SET state = k.state, attempts = greatest(d.attempts, k.attempts),
+                               last_error = coalesce(k.error, d.last_error),
+                               provider_message_id = coalesce(k.message_id, d.provider_message_id),
+                               sent_at = CASE WHEN k.state = 'sent' THEN now() ELSE d.sent_at END,
+                               updated_at = now()
+                          FROM (SELECT * FROM dequeued UNION ALL SELECT * FROM requeued WHERE state IS NOT NULL) k
+                         WHERE d.id = k.id
+                        RETURNING d.id, k.event, k.attempts, k.status, k.error
                     )
                     INSERT INTO delivery_events (delivery_id, event, attempt, provider_status, detail)
                     SELECT id, event, attempts, status, error FROM updated WHERE event IS NOT NULL
@@ -91,16 +104,25 @@ final class OutcomeRecorder {
             }
             for retirement in retirements {
                 let reason = "device token retired: \(retirement.reason)"
+                // The token's other queued deliveries are settled as failed: their queue rows locked in id order
+                // first, like a flush does, then taken out of the queue.
                 let result = try connection.query("""
                     WITH retired AS (
                         UPDATE device_tokens SET retired_at = now(), retired_reason = \(retirement.reason)
                          WHERE id = \(retirement.tokenID) AND retired_at IS NULL
                            AND (\(retirement.since)::timestamptz IS NULL OR last_seen_at <= \(retirement.since)::timestamptz)
                         RETURNING id
+                    ), open AS (
+                        SELECT q.delivery_id FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
+                         WHERE d.device_token_id IN (SELECT id FROM retired) AND d.id <> \(retirement.deliveryID)
+                         ORDER BY q.delivery_id
+                           FOR UPDATE OF q
+                    ), dequeued AS (
+                        DELETE FROM delivery_queue q USING open o WHERE q.delivery_id = o.delivery_id
+                        RETURNING q.delivery_id
                     ), settled AS (
                         UPDATE deliveries SET state = 'failed', last_error = \(reason), updated_at = now()
-                         WHERE device_token_id IN (SELECT id FROM retired) AND state IN ('pending', 'retrying')
-                           AND id <> \(retirement.deliveryID)
+                         WHERE id IN (SELECT delivery_id FROM dequeued)
                         RETURNING id, attempts
                     ), logged AS (
                         INSERT INTO delivery_events (delivery_id, event, attempt, detail)

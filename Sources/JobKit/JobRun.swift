@@ -106,7 +106,7 @@ public final class JobRun {
         do {
             let row = try connection.query("""
                 SELECT count(*)::int, coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float8
-                  FROM deliveries WHERE state IN ('pending', 'retrying') AND next_attempt_at <= now()
+                  FROM delivery_queue WHERE next_attempt_at <= now() AND (lease_until IS NULL OR lease_until <= now())
                 """).first!
             backlog = (try row.decode(0), try row.decode(1))
         } catch {

@@ -89,7 +89,10 @@ public struct WhyReport {
         public var environment: String?
         public var state: String
         public var attempts: Int
-        public var nextAttemptAt: Date
+        /// When it is next due; nil once it left the queue (sent, failed, dead, expired, cancelled).
+        public var nextAttemptAt: Date?
+        /// The lease of the engine that claimed it, while a claim's outcome is not yet written.
+        public var claimedUntil: Date?
         public var lastError: String?
         public var providerMessageID: String?
         public var createdAt: Date
@@ -257,14 +260,14 @@ extension WhyReport {
         guard !notifications.isEmpty else { return [] }
         var deliveries = try connection.query("""
             SELECT d.id, d.notification_id, d.device_token_id, t.provider, t.token, t.apns_environment, d.state, d.attempts,
-                   d.next_attempt_at, d.last_error, d.provider_message_id, d.created_at, d.updated_at, d.sent_at
-              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id
+                   q.next_attempt_at, d.last_error, d.provider_message_id, d.created_at, d.updated_at, d.sent_at, q.lease_until
+              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id LEFT JOIN delivery_queue q ON q.delivery_id = d.id
              WHERE d.notification_id = ANY(\(PostgresArray(notifications.map(\.id)))::uuid[])
              ORDER BY d.id
             """).map { row -> (UUID, Delivery) in
             (try row.decode(1),
              Delivery(id: try row.decode(0), deviceID: try row.decode(2), provider: try row.decode(3), token: PushTarget.redact(try row.decode(4)),
-                      environment: try row.decode(5), state: try row.decode(6), attempts: try row.decode(7), nextAttemptAt: try row.decode(8),
+                      environment: try row.decode(5), state: try row.decode(6), attempts: try row.decode(7), nextAttemptAt: try row.decode(8), claimedUntil: try row.decode(14),
                       lastError: try row.decode(9), providerMessageID: try row.decode(10), createdAt: try row.decode(11),
                       updatedAt: try row.decode(12), sentAt: try row.decode(13)))
         }

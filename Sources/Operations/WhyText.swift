@@ -96,10 +96,11 @@ public enum WhyText {
         var text: String
         switch delivery.state {
         case "sent": text = "SENT\(delivery.sentAt.map { " " + time($0) } ?? ""), \(attempts)"
-        case "pending": text = "PENDING, due \(time(delivery.nextAttemptAt)), \(attempts) so far"
-        case "retrying": text = "RETRYING at \(time(delivery.nextAttemptAt)), \(attempts) so far"
+        case "pending": text = "PENDING, due \(delivery.nextAttemptAt.map(time) ?? "?"), \(attempts) so far"
+        case "retrying": text = "RETRYING at \(delivery.nextAttemptAt.map(time) ?? "?"), \(attempts) so far"
         default: text = "\(delivery.state.uppercased()) \(time(delivery.updatedAt)), \(attempts)"
         }
+        if let lease = delivery.claimedUntil { text += ", claimed by a push-deliver run until \(time(lease))" }
         if let error = delivery.lastError { text += ", last error: \(error)" }
         if let id = delivery.providerMessageID { text += ", provider message id \(id)" }
         return text

@@ -71,17 +71,23 @@ enum DailySlots {
                 SELECT DISTINCT hashtextextended('daily_push_slots:' || u || ':' || d, 0) AS k
                   FROM unnest(\(userArray)::uuid[], \(dayArray)::text[]) AS t(u, d) ORDER BY 1) keys
             """)
+        // The queue rows are what a claim locks: holding them, no engine can claim one of these pushes
+        // while we decide whether it gives way.
         _ = try connection.query("""
-            SELECT d.id FROM deliveries d
+            SELECT q.delivery_id FROM delivery_queue q
+              JOIN deliveries d ON d.id = q.delivery_id
               JOIN daily_push_slots s ON s.notification_id = d.notification_id
               JOIN unnest(\(userArray)::uuid[], \(dayArray)::date[]) AS t(u, d) ON s.user_id = t.u AND s.local_day = t.d
-             ORDER BY d.id
-               FOR UPDATE OF d
+             ORDER BY q.delivery_id
+               FOR UPDATE OF q
             """)
+        // Waiting: every delivery still queued, never tried and never claimed (a claim leaves its lease
+        // behind, even after it ran out: the push may have gone out).
         return try connection.query("""
             SELECT s.notification_id, s.user_id, s.local_day::text, s.priority, s.scenario,
-                   NOT EXISTS (SELECT FROM deliveries d WHERE d.notification_id = s.notification_id
-                                  AND NOT (d.state = 'pending' AND d.attempts = 0 AND d.updated_at = d.created_at))
+                   NOT EXISTS (SELECT FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+                                WHERE d.notification_id = s.notification_id
+                                  AND NOT (d.state = 'pending' AND d.attempts = 0 AND q.lease_until IS NULL AND q.delivery_id IS NOT NULL))
               FROM daily_push_slots s
               JOIN unnest(\(userArray)::uuid[], \(dayArray)::date[]) AS t(u, d) ON s.user_id = t.u AND s.local_day = t.d
             """).map { row in

@@ -124,14 +124,21 @@ struct DecisionRecorder {
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
-            ), queued AS (
-                INSERT INTO deliveries (notification_id, device_token_id, next_attempt_at)
-                SELECT i.id, d.id, coalesce(t.deliver_at, now())
+            ), to_queue AS (
+                SELECT i.id AS notification_id, d.id AS token_id, d.provider, coalesce(t.deliver_at, now()) AS due
                   FROM inserted i
                   JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, deliver_at, push FROM input WHERE outcome = 'notified'
                          ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key
                   JOIN active_device_tokens d ON d.user_id = i.user_id
                  WHERE t.push
+            ), queued AS (
+                INSERT INTO deliveries (notification_id, device_token_id)
+                SELECT notification_id, token_id FROM to_queue
+                RETURNING id, notification_id, device_token_id
+            ), enqueued AS (
+                INSERT INTO delivery_queue (delivery_id, provider, next_attempt_at)
+                SELECT q.id, w.provider, w.due
+                  FROM queued q JOIN to_queue w ON w.notification_id = q.notification_id AND w.token_id = q.device_token_id
                 RETURNING 1
             ), slotted AS (
                 INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
@@ -155,6 +162,9 @@ struct DecisionRecorder {
                   FROM gave_up g
                  WHERE d.notification_id = g.id AND d.state = 'pending'
                 RETURNING d.id, d.attempts, g.why
+            ), cancel_dequeued AS (
+                DELETE FROM delivery_queue q USING cancelled c WHERE q.delivery_id = c.id
+                RETURNING 1
             ), cancel_events AS (
                 INSERT INTO delivery_events (delivery_id, event, attempt, detail)
                 SELECT id, 'cancelled', attempts, why FROM cancelled
@@ -168,7 +178,7 @@ struct DecisionRecorder {
                   FROM input t LEFT JOIN inserted i ON i.dedupe_key = t.dedupe_key
                 RETURNING 1
             )
-            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM queued), (SELECT count(*) FROM decided),
+            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM enqueued), (SELECT count(*) FROM decided),
                    (SELECT count(*) FROM slot_freed), (SELECT count(*) FROM slotted), (SELECT count(*) FROM cancel_events)
             """
         let counts = try connection.query(query)

@@ -24,7 +24,7 @@ import TestSupport
                                   maxAttempts: 5, logger: Logger(label: "test"))
         let claimed = try #require(try engine.claim(scope: .all, providers: [.apns]).first)
         // Our lease ran out and another engine claimed the row.
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() + interval '5 minutes'")
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() + interval '5 minutes'")
         func row() throws -> (state: String, attempts: Int, events: Int) {
             let r = try #require(try f.connection.query("""
                 SELECT state, attempts, (SELECT count(*) FROM delivery_events)::int FROM deliveries

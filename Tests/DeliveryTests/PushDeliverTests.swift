@@ -42,8 +42,9 @@ import TestSupport
 
     func delivery(token: String) throws -> (state: String, attempts: Int, error: String?, nextIn: Double, messageID: String?) {
         let row = try #require(try f.connection.query("""
-            SELECT d.state, d.attempts, d.last_error, extract(epoch FROM d.next_attempt_at - now())::float8, d.provider_message_id
-              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id WHERE t.token = \(token)
+            SELECT d.state, d.attempts, d.last_error, coalesce(extract(epoch FROM q.next_attempt_at - now()), 0)::float8, d.provider_message_id
+              FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+             WHERE t.token = \(token)
             """).first)
         return (try row.decode(0), try row.decode(1), try row.decode(2, as: String?.self), try row.decode(3), try row.decode(4, as: String?.self))
     }
@@ -123,8 +124,9 @@ import TestSupport
         #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
         // A second notification for the same token, still pending when the token dies.
         try f.connection.execute("""
-            WITH n AS (INSERT INTO notifications (user_id, category, title, body, dedupe_key) VALUES (\(user), 'inactivity', 't', 'b', 'extra') RETURNING id)
-            INSERT INTO deliveries (notification_id, device_token_id, next_attempt_at) SELECT id, \(device.id), now() + interval '1 hour' FROM n
+            WITH n AS (INSERT INTO notifications (user_id, category, title, body, dedupe_key) VALUES (\(user), 'inactivity', 't', 'b', 'extra') RETURNING id),
+                 d AS (INSERT INTO deliveries (notification_id, device_token_id) SELECT id, \(device.id) FROM n RETURNING id)
+            INSERT INTO delivery_queue (delivery_id, provider, next_attempt_at) SELECT id, 'apns', now() + interval '1 hour' FROM d
             """)
 
         let result = try Jobs.pushDeliver(db, environment: push.variables)
@@ -135,7 +137,7 @@ import TestSupport
         #expect(try states() == ["failed": 2], "this delivery and the token's other pending one are settled")
 
         // Later runs never send to it again.
-        try f.connection.execute("UPDATE deliveries SET state = 'pending', next_attempt_at = now()")
+        try f.reopen()
         let sentBefore = push.server.requests().filter { $0.provider != .oauth }.count
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
         #expect(push.server.requests().filter { $0.provider != .oauth }.count == sentBefore)
@@ -183,7 +185,7 @@ import TestSupport
         let bad = made.dropFirst(5).flatMap(\.devices)
         for device in bad { push.server.setToken(device.token, .badDeviceToken) }
         // The good ones go first, so the setup is proven before the bad answers arrive.
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() - interval '1 minute' WHERE device_token_id = ANY(\(PostgresArray(good.map(\.id)))::bigint[])")
+        try f.makeDue(where: "d.device_token_id = ANY(\(PostgresArray(good.map(\.id)))::bigint[])", secondsAgo: 60)
         var environment = push.variables
         environment["PUSH_CONCURRENCY"] = "1"
         let result = try Jobs.pushDeliver(db, environment: environment)
@@ -217,7 +219,7 @@ import TestSupport
         let first = try delivery(token: token)
         #expect(first.state == "retrying")
         #expect(first.nextIn > 10 && first.nextIn <= 30)
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        try f.makeDue()
         #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
         let second = try delivery(token: token)
         #expect(second.state == "dead")
@@ -238,7 +240,7 @@ import TestSupport
             #expect(d.state == "retrying" && d.attempts == attempt)
             #expect(d.error?.hasPrefix("QUOTA_EXCEEDED") == true, "\(String(describing: d.error))")
             floors.append(d.nextIn)
-            try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() WHERE state = 'retrying'")
+            try f.makeDue(where: "d.state = 'retrying'")
         }
         // Full jitter within each step: [60, 60], [60, 120], [120, 240], [240, 480] seconds.
         for (wait, range) in zip(floors, [55.0...60, 55.0...120, 115.0...240, 235.0...480]) {
@@ -345,7 +347,7 @@ import TestSupport
         push.server.inject(.dropConnection)
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
         #expect(try delivery(token: made[0].devices[0].token).state == "retrying")
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        try f.makeDue()
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
         #expect(try delivery(token: made[0].devices[0].token).state == "sent")
     }
@@ -413,8 +415,10 @@ import TestSupport
             ), n AS (
                 INSERT INTO notifications (user_id, category, title, body, dedupe_key)
                 SELECT user_id, 'inactivity', 'Title', 'Body', 'bulk:' || user_id FROM t RETURNING id, user_id
+            ), d AS (
+                INSERT INTO deliveries (notification_id, device_token_id) SELECT n.id, t.id FROM n JOIN t USING (user_id) RETURNING id
             )
-            INSERT INTO deliveries (notification_id, device_token_id) SELECT n.id, t.id FROM n JOIN t USING (user_id)
+            INSERT INTO delivery_queue (delivery_id, provider) SELECT id, 'apns' FROM d
             """)
     }
 
@@ -491,7 +495,8 @@ import TestSupport
         #expect(try states() == ["sent": sent, "pending": 60 - sent])
         #expect(pushes(.apns).count == sent, "what was in flight finished and was recorded; nothing else went out")
         let waiting = try f.connection.query("""
-            SELECT count(*) FILTER (WHERE attempts = 0 AND next_attempt_at <= now()) FROM deliveries WHERE state = 'pending'
+            SELECT count(*) FILTER (WHERE d.attempts = 0 AND q.next_attempt_at <= now() AND q.lease_until IS NULL)
+              FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.state = 'pending'
             """).first!.decode(0, as: Int.self)
         #expect(waiting == 60 - sent, "due again at once, no attempt burned, no lease to wait out")
 
@@ -543,7 +548,7 @@ import TestSupport
         #expect(try states() == ["retrying": 1])
         environment["no_proxy"] = "127.0.0.1"
         // no_proxy names the fake's host: straight there.
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now()")
+        try f.makeDue()
         #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
         #expect(try states() == ["sent": 1])
     }

@@ -55,7 +55,13 @@ import TestSupport
     func delivery(_ notification: UUID, token: Int? = nil, state: String = "sent", eventDaysAgo: [Double] = []) throws -> Int {
         let token = try token ?? f.device(user).id
         let id: Int = try f.connection.query("""
-            INSERT INTO deliveries (notification_id, device_token_id, state, attempts) VALUES (\(notification), \(token), \(state), 1) RETURNING id
+            WITH d AS (
+                INSERT INTO deliveries (notification_id, device_token_id, state, attempts) VALUES (\(notification), \(token), \(state), 1) RETURNING id, state
+            ), queued AS (
+                INSERT INTO delivery_queue (delivery_id, provider)
+                SELECT d.id, t.provider FROM d JOIN device_tokens t ON t.id = \(token) WHERE d.state IN ('pending', 'retrying')
+            )
+            SELECT id FROM d
             """).first!.decode(0)
         for days in eventDaysAgo { try event(id, daysAgo: days) }
         return id

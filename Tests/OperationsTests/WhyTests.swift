@@ -40,7 +40,7 @@ import TestSupport
         push.server.inject(.status503(retryAfter: nil), provider: .fcm)
         let first = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(first.status == 0, "stderr: \(first.stderr)")
-        try f.connection.execute("UPDATE deliveries SET next_attempt_at = now() WHERE state = 'retrying'")
+        try f.makeDue(where: "d.state = 'retrying'")
         let second = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(second.status == 0, "stderr: \(second.stderr)")
         #expect(try Jobs.inactivityCheck(db, now: f.now.addingTimeInterval(3 * 86_400)).status == 0)

@@ -89,8 +89,12 @@ import TestSupport
         try f.connection.execute("DELETE FROM organization_scenario_rules")
         try run("inactivity-check")
         try f.connection.execute("""
-            UPDATE deliveries d SET state = 'sent', attempts = 1, updated_at = now() FROM notifications n
-             WHERE n.id = d.notification_id AND n.user_id = \(ola)
+            WITH sent AS (
+                UPDATE deliveries d SET state = 'sent', attempts = 1, updated_at = now() FROM notifications n
+                 WHERE n.id = d.notification_id AND n.user_id = \(ola)
+                RETURNING d.id
+            )
+            DELETE FROM delivery_queue WHERE delivery_id IN (SELECT id FROM sent)
             """)
         try run("assignment-follow-up")
         #expect(try pushes(ola) == ["inactivity:sent"])

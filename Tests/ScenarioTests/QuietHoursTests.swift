@@ -50,8 +50,8 @@ import TestSupport
 
     func nextAttempts(_ user: UUID) throws -> [String] {
         try f.connection.query("""
-            SELECT to_char(d.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') FROM deliveries d
-              JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user)
+            SELECT to_char(q.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') FROM deliveries d
+              JOIN delivery_queue q ON q.delivery_id = d.id JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user)
             """).map { try $0.decode(0) }
     }
 
@@ -70,7 +70,8 @@ import TestSupport
         try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(owl), '01:00', '06:00')")
         #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
         let due: [Bool] = try f.connection.query("""
-            SELECT d.next_attempt_at <= now() FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(owl)
+            SELECT q.next_attempt_at <= now() FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id
+              JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(owl)
             """).map { try $0.decode(0) }
         #expect(due == [true], "not in their own window: due at once")
         #expect(try f.decisions(owl) == ["notified:notified"])

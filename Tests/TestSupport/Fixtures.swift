@@ -114,6 +114,27 @@ public final class Fixtures {
             """).first!.decode(0)
     }
 
+    /// Makes the queued deliveries that `condition` (on `d`, the deliveries row) selects due `secondsAgo`
+    /// seconds ago, as if their wait (a retry's backoff, the morning after quiet hours) were over.
+    public func makeDue(where condition: Query = "true", secondsAgo: Int = 0) throws {
+        try connection.execute("""
+            UPDATE delivery_queue q SET next_attempt_at = now() - make_interval(secs => \(secondsAgo))
+              FROM deliveries d WHERE d.id = q.delivery_id AND \(condition)
+            """)
+    }
+
+    /// Reopens the deliveries that `condition` (on `d`) selects: pending again and queued, due now.
+    public func reopen(where condition: Query = "true") throws {
+        try connection.execute("""
+            WITH reopened AS (
+                UPDATE deliveries d SET state = 'pending' WHERE \(condition) AND d.state NOT IN ('pending', 'retrying')
+                RETURNING d.id, d.device_token_id
+            )
+            INSERT INTO delivery_queue (delivery_id, provider)
+            SELECT r.id, t.provider FROM reopened r JOIN device_tokens t ON t.id = r.device_token_id
+            """)
+    }
+
     /// The reasons recorded for a user's decisions, oldest first.
     public func decisions(_ user: UUID) throws -> [String] {
         try connection.query("SELECT outcome || ':' || reason FROM decisions WHERE user_id = \(user) ORDER BY id").map { try $0.decode(0) }

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 
 /// Runs the built job executables against a test database.
 public enum Jobs {
@@ -6,7 +7,27 @@ public enum Jobs {
     public static func run(_ job: String, _ arguments: [String], database: TestDatabase?, environment: [String: String] = [:]) throws -> ProcessRunner.Result {
         var arguments = arguments
         if let database { arguments += ["--database-url", database.url] }
-        return try ProcessRunner.run(Paths.executable(job), arguments, environment: environment)
+        let result = try ProcessRunner.run(Paths.executable(job), arguments, environment: environment)
+        if let database { try checkQueue(database, after: job) }
+        return result
+    }
+
+    /// The outbox's invariant, checked after every job a test runs: a delivery has a `delivery_queue` row
+    /// exactly while it is pending or retrying. Each statement that opens or closes a delivery keeps it.
+    public static func checkQueue(_ database: TestDatabase, after job: String) throws {
+        let connection = try database.connect()
+        guard try connection.query("SELECT to_regclass('delivery_queue') IS NOT NULL").first!.decode(0, as: Bool.self) else { return }
+        let broken: [String] = try connection.query("""
+            SELECT d.id || ' ' || d.state || CASE WHEN q.delivery_id IS NULL THEN ' (not queued)' ELSE ' (queued)' END
+              FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+             WHERE (d.state IN ('pending', 'retrying')) <> (q.delivery_id IS NOT NULL)
+             ORDER BY d.id LIMIT 10
+            """).map { try $0.decode(0) }
+        if !broken.isEmpty { throw QueueInvariantBroken(description: "after \(job), deliveries and their queue rows disagree: \(broken.joined(separator: ", "))") }
+    }
+
+    public struct QueueInvariantBroken: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Runs inactivity-check as of `now`.

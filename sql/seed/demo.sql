@@ -409,8 +409,8 @@ SELECT u.id, 'impact_summary', 'Året ditt som likeperson',
  WHERE u.id = '00000000-0000-4000-8000-000000000111';
 
 -- The earlier notifications' pushes went out at the time: one sent delivery per device that was active then.
-INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at, provider_message_id, created_at, updated_at)
-SELECT n.id, t.id, 'sent', 1, n.created_at,
+INSERT INTO deliveries (notification_id, device_token_id, state, attempts, provider_message_id, created_at, updated_at)
+SELECT n.id, t.id, 'sent', 1,
        CASE t.provider WHEN 'apns' THEN upper(md5(n.id::text)::uuid::text)
                        ELSE 'projects/likeperson-app/messages/0:' || left(md5(n.id::text), 16) END,
        n.created_at, n.created_at + interval '2 seconds'

@@ -356,8 +356,8 @@ SELECT r.id, 'inactivity',
  ORDER BY r.n;
 
 -- The pushes of every notification above: one sent delivery per device token that was active then.
-INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at, provider_message_id, created_at, updated_at)
-SELECT n.id, t.id, 'sent', 1, n.created_at, md5(n.id::text || t.id), n.created_at, n.created_at + interval '1 second'
+INSERT INTO deliveries (notification_id, device_token_id, state, attempts, provider_message_id, created_at, updated_at)
+SELECT n.id, t.id, 'sent', 1, md5(n.id::text || t.id), n.created_at, n.created_at + interval '1 second'
   FROM notifications n
   JOIN device_tokens t ON t.user_id = n.user_id AND t.created_at <= n.created_at
                       AND (t.retired_at IS NULL OR t.retired_at > n.created_at);
