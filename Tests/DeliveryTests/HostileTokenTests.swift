@@ -42,6 +42,17 @@ import TestSupport
         #expect(try f.count("device_tokens") == 2, "well-formed tokens are stored")
     }
 
+    @Test func aTokensProviderNeverChanges() throws {
+        // The outbox's queue keeps a copy of it: a token that moved to another provider would be sent there.
+        let user = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 1, devices: 0)
+        let device = try f.device(user, provider: "fcm")
+        #expect(throws: PostgresError.self) {
+            try f.connection.execute("UPDATE device_tokens SET provider = 'expo' WHERE id = \(device.id)")
+        }
+        try f.connection.execute("UPDATE device_tokens SET last_seen_at = now(), provider = 'fcm' WHERE id = \(device.id)")
+        #expect(try f.connection.query("SELECT provider FROM device_tokens").first!.decode(0, as: String.self) == "fcm")
+    }
+
     @Test func rowsWrittenBeforeTheRuleAreRetiredAloneAndNeverSent() throws {
         // As if written before migration 0005 (its constraint is NOT VALID: old rows are not checked).
         try f.connection.execute("ALTER TABLE device_tokens DROP CONSTRAINT device_tokens_token_format")

@@ -101,6 +101,29 @@ import TestSupport
         #expect(try f.decisions(ola) == ["notified:notified", "notified:capped"])
     }
 
+    @Test func aPushClaimedByPushDeliverKeepsItsSlot() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("inactivity-check")
+        // push-deliver has claimed it and may be sending it right now: it is no longer waiting.
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() + interval '5 minutes'")
+        let result = try run("assignment-follow-up")
+        #expect((result.summary?["displaced"] as? Int ?? 0) == 0, "\(result.stdout)")
+        #expect(try pushes(kari) == ["inactivity:pending"])
+        #expect(try f.decisions(kari) == ["notified:notified", "notified:capped"])
+
+        // A claim that ran out leaves its lease behind: the push may have gone out, so it still keeps the slot.
+        let ola = try mentorOfTwoScenarios("Ola")
+        try run("inactivity-check")
+        try f.connection.execute("""
+            UPDATE delivery_queue q SET lease_until = now() - interval '1 minute'
+              FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+             WHERE d.id = q.delivery_id AND n.user_id = \(ola)
+            """)
+        #expect((try run("assignment-follow-up").summary?["displaced"] as? Int ?? 0) == 0)
+        #expect(try f.decisions(ola) == ["notified:notified", "notified:capped"])
+        #expect(try pushes(ola) == ["inactivity:pending"])
+    }
+
     @Test func aUserMayLowerTheCapButNotRaiseItAndCriticalPushesAreNotCounted() throws {
         let raiser = try mentorOfTwoScenarios("Raiser")
         try f.connection.execute("INSERT INTO push_notification_configs (user_id, daily_push_cap) VALUES (\(raiser), 10)")
