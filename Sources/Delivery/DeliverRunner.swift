@@ -51,7 +51,7 @@ public enum DeliverRunner {
         JobEnvelope.run("push-deliver", dryRun: options.dryRun, logLevel: options.logLevel, writes: !options.dryRun) { run in
             let url = JobDatabase.url(flag: options.databaseURL)
             let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
-            connection.preparesStatements = true // the claim and the outcome statements run batch after batch
+            try forBatches(connection)
             try Schema.check(connection)
             let settings = try PushSettings.load(options.delivery)
             if options.dryRun {
@@ -79,13 +79,21 @@ public enum DeliverRunner {
         }
     }
 
+    /// The claim and the outcome statements run batch after batch: prepared once per connection, and
+    /// planned once (their generic plans probe by primary key and walk the due index, whatever the
+    /// parameters; planning the claim afresh each time cost more than running it).
+    static func forBatches(_ connection: Connection) throws {
+        connection.preparesStatements = true
+        try connection.execute("SET plan_cache_mode = force_generic_plan")
+    }
+
     /// One engine on this thread, with a second connection of its own on which a writer thread records
     /// outcomes while another claims the next batch on the engine's connection, and the pushes keep
     /// flowing (`OutboxWriter`).
     static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
-        writer.preparesStatements = true
+        try forBatches(writer)
         engine.writer = OutboxWriter(connection: writer, claimConnection: connection)
         return try engine.run(scope: .all)
     }
@@ -103,7 +111,7 @@ public enum DeliverRunner {
                 workerLogger[metadataKey: "worker"] = "\(index + 1)"
                 do {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
-                    connection.preparesStatements = true
+                    try forBatches(connection)
                     results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))

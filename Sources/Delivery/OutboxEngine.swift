@@ -36,9 +36,11 @@ public final class OutboxEngine {
         return configuration
     }
     public var batchSize: Int
-    /// Completed outcomes are written once this many are waiting, or this long after the last write,
-    /// so a crash can repeat only what was in flight plus at most these few.
-    public var flushEvery = 32
+    /// Completed outcomes are written once this many are waiting and the writer is free, or this long
+    /// after the last write, so a crash can repeat only what was in flight plus what waits to be written
+    /// (at most `maxPendingOutcomes`). Each write has a fixed cost in the database (a transaction, its
+    /// statements): a few hundred rows per write spend it once for all of them.
+    public var flushEvery = 250
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
     public var maxPendingOutcomes = 1000
@@ -270,7 +272,7 @@ public final class OutboxEngine {
             return Claimed(
                 deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
                 message: PushMessage(notificationID: try row.decode(7), category: category, title: try row.decode(9),
-                                     body: try row.decode(10), data: OutboxEngine.stringPairs(try row.decode(11)),
+                                     body: try row.decode(10), data: try row.decode(11, as: JSONValue.self).stringMembers(),
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
                                      presentation: presentations[category]),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
@@ -288,12 +290,6 @@ public final class OutboxEngine {
         }
         presentationsLoaded.withLock { $0 = loaded }
         return loaded
-    }
-
-    /// The string members of a jsonb object, in key order (FCM's data takes strings only).
-    static func stringPairs(_ json: JSONValue) -> [(String, String)] {
-        guard let object = (try? json.object()) as? [String: Any] else { return [] }
-        return object.keys.sorted().compactMap { key in (object[key] as? String).map { (key, $0) } }
     }
 
     // MARK: - Sending

@@ -56,10 +56,16 @@ final class OutcomeRecorder {
             if !outcomes.isEmpty {
                 outcomes.sort { $0.id < $1.id }
                 let ids = PostgresArray(outcomes.map(\.id))
-                // Lock the queue rows in id order, so two engines flushing overlapping rows cannot deadlock; and
-                // find rows by primary key, one index probe each, whatever the planner estimates (a hash join read
-                // the whole table for them, and a bitmap scan per row costs more than the probe).
-                try connection.execute("SELECT 1 FROM delivery_queue WHERE delivery_id = ANY(\(ids)::bigint[]) ORDER BY 1 FOR UPDATE")
+                // Rows are found by primary key, one index probe each in the order of `ids`, whatever the planner
+                // estimates (a hash join read the whole table for them, and a bitmap scan per row costs more than
+                // the probe). So the statement below locks its rows in id order, and two engines flushing
+                // overlapping rows cannot deadlock, unless one flush both takes rows out of the queue and keeps
+                // others in: those are two passes, so such a flush locks all of its rows in id order first.
+                let keeps = outcomes.contains { $0.state == nil || $0.state == "retrying" }
+                let takesOut = outcomes.contains { $0.state != nil && $0.state != "retrying" }
+                if keeps && takesOut {
+                    try connection.execute("SELECT 1 FROM delivery_queue WHERE delivery_id = ANY(\(ids)::bigint[]) ORDER BY 1 FOR UPDATE")
+                }
                 try connection.execute("""
                     SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
                            set_config('enable_bitmapscan', 'off', true)

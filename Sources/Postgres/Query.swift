@@ -110,27 +110,38 @@ extension Date: PostgresEncodable { public var postgresText: String? { Timestamp
 /// A PostgreSQL array parameter (`$1::text[]`, `$1::uuid[]`, …), for set-based statements that take
 /// many rows at once through `unnest`.
 public struct PostgresArray<Element>: PostgresEncodable {
-    public var elements: [Element?]
-    let encode: (Element) -> String?
+    /// The array literal, built when the array is made.
+    public let postgresText: String?
 
+    /// Inlinable, so each call site gets code for its own element type: an outbox flush encodes
+    /// thousands of elements, and generic code unspecialized looked up type metadata for each.
+    @inlinable
     public init(_ elements: [Element?]) where Element: PostgresEncodable {
-        self.elements = elements
-        self.encode = { $0.postgresText }
+        var texts: [String?] = []
+        texts.reserveCapacity(elements.count)
+        for element in elements { texts.append(element?.postgresText ?? nil) }
+        postgresText = PostgresArrayLiteral.make(texts)
     }
 
+    @inlinable
     public init(_ elements: [Element]) where Element: PostgresEncodable {
-        self.init(elements.map { Optional($0) })
+        var texts: [String?] = []
+        texts.reserveCapacity(elements.count)
+        for element in elements { texts.append(element.postgresText) }
+        postgresText = PostgresArrayLiteral.make(texts)
     }
+}
 
-    /// The array literal, built on UTF-8 bytes: every element quoted, `"` and `\` escaped (an outbox
-    /// flush sends thousands of elements, so this is on the hot path).
-    public var postgresText: String? {
+extension PostgresArrayLiteral {
+    /// The array literal of `texts` (nil is NULL), built on UTF-8 bytes: every element quoted, `"` and
+    /// `\` escaped (an outbox flush sends thousands of elements, so this is on the hot path).
+    @usableFromInline static func make(_ texts: [String?]) -> String {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(2 + elements.count * 16)
+        bytes.reserveCapacity(2 + texts.count * 16)
         bytes.append(UInt8(ascii: "{"))
-        for (index, element) in elements.enumerated() {
+        for index in texts.indices {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            guard let element, var value = encode(element) else { bytes.append(contentsOf: "NULL".utf8); continue }
+            guard var value = texts[index] else { bytes.append(contentsOf: "NULL".utf8); continue }
             bytes.append(UInt8(ascii: "\""))
             value.withUTF8 { utf8 in
                 if !utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {

@@ -70,22 +70,25 @@ public struct PushTarget: Sendable {
     /// the outbox retires it with this reason. The database refuses such rows when they are written
     /// (migration 0005, the same rules); this catches the rows written before.
     public var malformation: String? {
-        let bytes = token.utf8
-        switch provider {
-        case .apns:
-            guard bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }) else {
-                return "an APNs token is hexadecimal"
+        var token = self.token
+        return token.withUTF8 { bytes in // checked before every push: contiguous bytes, no iterator
+            switch provider {
+            case .apns:
+                for byte in bytes where !((0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)) {
+                    return "an APNs token is hexadecimal"
+                }
+                guard (64...200).contains(bytes.count), bytes.count % 2 == 0 else { return "an APNs token is 64 to 200 hexadecimal digits, an even number" }
+            case .fcm:
+                for byte in bytes where !((0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                                          || byte == 0x2D || byte == 0x5F || byte == 0x3A) {
+                    return "an FCM token holds only letters, digits, '-', '_' and ':'"
+                }
+                guard (20...4096).contains(bytes.count) else { return "an FCM token is 20 to 4096 characters" }
+            case .webpush, .expo:
+                break
             }
-            guard (64...200).contains(bytes.count), bytes.count % 2 == 0 else { return "an APNs token is 64 to 200 hexadecimal digits, an even number" }
-        case .fcm:
-            guard bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F || $0 == 0x3A }) else {
-                return "an FCM token holds only letters, digits, '-', '_' and ':'"
-            }
-            guard (20...4096).contains(bytes.count) else { return "an FCM token is 20 to 4096 characters" }
-        case .webpush, .expo:
-            break
+            return nil
         }
-        return nil
     }
 
     /// The token shortened for logs and messages: never the whole token.
