@@ -212,6 +212,22 @@ import TestSupport
         #expect(result.stderr.contains("inactivity"))
     }
 
+    @Test func aPushStillQueuedShowsWhenItIsDueAndWhoseClaimHoldsIt() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        try f.device(kari, provider: "apns")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let waiting = try why([kari.uuidString])
+        #expect(waiting.stdout.contains(": PENDING, due "), "\(waiting.stdout)")
+        #expect(!waiting.stdout.contains("claimed by"))
+
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = '2026-06-15T12:05:00Z'")
+        let claimed = try why([kari.uuidString])
+        #expect(claimed.stdout.contains("0 attempts so far, claimed by a push-deliver run until 2026-06-15T12:05:00Z"), "\(claimed.stdout)")
+        let json = try why([kari.uuidString, "--format", "json"])
+        #expect(json.stdout.contains(#""claimed_until":"2026-06-15T12:05:00Z""#), "\(json.stdout)")
+    }
+
     @Test func aUserWithNoHistoryGetsAPlainAnswer() throws {
         let org = try f.organization("Org")
         let user = try f.mentor(org, "Newcomer", lastActivityDaysAgo: 1, devices: 0)
