@@ -54,6 +54,42 @@ import TestSupport
         #expect(!exists)
     }
 
+    @Test func theUpgradeToTheQueueTableMovesEveryOpenDeliveryAndNothingElse() throws {
+        // A database at 0014, with deliveries in every state.
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = Paths.root.appendingPathComponent("sql/migrations")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file < "0015" {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+        }
+        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let f = try Fixtures(db)
+        let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let iphone = try f.device(kari, provider: "apns"), android = try f.device(kari, provider: "fcm")
+        try f.connection.execute("""
+            WITH n AS (
+                INSERT INTO notifications (user_id, category, title, body, dedupe_key)
+                SELECT \(kari)::uuid, 'inactivity', 't', 'b', 'k' || g FROM generate_series(1, 4) g RETURNING id, dedupe_key
+            )
+            INSERT INTO deliveries (notification_id, device_token_id, state, attempts, next_attempt_at)
+            SELECT n.id, CASE WHEN n.dedupe_key = 'k2' THEN \(android.id)::bigint ELSE \(iphone.id)::bigint END,
+                   CASE n.dedupe_key WHEN 'k1' THEN 'pending' WHEN 'k2' THEN 'retrying' WHEN 'k3' THEN 'sent' ELSE 'cancelled' END,
+                   CASE WHEN n.dedupe_key = 'k1' THEN 0 ELSE 1 END, '2030-01-02T03:04:05Z'
+              FROM n
+            """)
+
+        let upgrade = try Jobs.run("migrate", [], database: db)
+        #expect(upgrade.status == 0, "stderr: \(upgrade.stderr)")
+        let queued: [String] = try f.connection.query("""
+            SELECT d.state || ' ' || q.provider || ' ' || to_char(q.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || ' ' || (q.lease_until IS NULL)
+              FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id ORDER BY d.state
+            """).map { try $0.decode(0) }
+        #expect(queued == ["pending apns 2030-01-02T03:04:05 true", "retrying fcm 2030-01-02T03:04:05 true"])
+        #expect(try f.count("deliveries") == 4, "every delivery is kept")
+    }
+
     @Test func unreachableDatabaseExits69() throws {
         let result = try Jobs.run("migrate", ["--database-url", "postgresql:///x?host=/nonexistent-socket-dir"], database: nil)
         #expect(result.status == 69)
