@@ -4,7 +4,7 @@
 --
 -- Why: each push used to update its deliveries row twice, and neither update could be a HOT update. The
 -- claim's lease moved the indexed next_attempt_at; the outcome moved the row out of the due index's open
--- states. So every push inserted into all 4 indexes on deliveries twice. Now:
+-- states. So every push added entries to the indexes of deliveries twice (4, then 3). Now:
 -- * The claim writes lease_until, which is in no index. Its update is a HOT update on a narrow row.
 -- * The outcome deletes the queue row, or moves next_attempt_at for a retry. Its update of deliveries
 --   changes no indexed column, so that is a HOT update too when the page has room.
