@@ -132,7 +132,7 @@ public enum DeliverRunner {
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
-                 WHERE \(OutboxEngine.duePredicate)
+                 WHERE \(DeliveryQueue.duePredicate)
                  ORDER BY q.next_attempt_at, d.id
                 """) { row in
                 let provider: String = try row.decode(2)

@@ -1,10 +1,10 @@
 import Foundation
 import HTTP2
-import Synchronization
 import JobKit
 import Logging
 import Postgres
 import Push
+import Synchronization
 
 /// The outbox engine: claims due deliveries in batches from `delivery_queue` (`FOR UPDATE SKIP LOCKED`,
 /// then a lease in `lease_until`), sends them over HTTP/2, and records each outcome as it completes, with an
@@ -83,12 +83,6 @@ public final class OutboxEngine {
                   client: try HTTP2Client(OutboxEngine.http(settings.http, lease: lease)),
                   maxAttempts: settings.maxAttempts, lease: lease, logger: logger)
     }
-
-    /// The one definition of a delivery that is due (`q` is `delivery_queue`, which holds the open ones):
-    /// its time has come, and no engine's lease on it still holds.
-    public static let duePredicate: Query = """
-        q.next_attempt_at <= now() AND (q.lease_until IS NULL OR q.lease_until <= now())
-        """
 
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
     public func run(scope: Scope) throws -> DeliveryReport {
@@ -237,14 +231,14 @@ public final class OutboxEngine {
             SELECT q.delivery_id FROM delivery_queue q
               JOIN deliveries d ON d.id = q.delivery_id
               JOIN notifications n ON n.id = d.notification_id
-             WHERE \(OutboxEngine.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED
             """
         } ?? """
             SELECT q.delivery_id FROM delivery_queue q
-             WHERE \(OutboxEngine.duePredicate) AND q.provider = ANY(\(kinds)::text[])
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED

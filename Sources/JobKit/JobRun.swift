@@ -105,8 +105,8 @@ public final class JobRun {
         guard let connection = recorder else { return }
         do {
             let row = try connection.query("""
-                SELECT count(*)::int, coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float8
-                  FROM delivery_queue WHERE next_attempt_at <= now() AND (lease_until IS NULL OR lease_until <= now())
+                SELECT count(*)::int, coalesce(extract(epoch FROM now() - min(q.next_attempt_at)), 0)::float8
+                  FROM delivery_queue q WHERE \(DeliveryQueue.duePredicate)
                 """).first!
             backlog = (try row.decode(0), try row.decode(1))
         } catch {
