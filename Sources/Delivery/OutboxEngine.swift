@@ -40,10 +40,10 @@ public final class OutboxEngine {
     /// after the last write, so a crash can repeat only what was in flight plus what waits to be written
     /// (at most `maxPendingOutcomes`). Each write has a fixed cost in the database (a transaction, its
     /// statements): a few hundred rows per write spend it once for all of them.
-    public var flushEvery = 250
+    public var flushEvery = 1000
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
-    public var maxPendingOutcomes = 1000
+    public var maxPendingOutcomes = 3000
     var backoff = Backoff()
     /// The mass-retirement guard: `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH`
     /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
@@ -54,17 +54,18 @@ public final class OutboxEngine {
     /// Asked to stop (SIGTERM, SIGINT): no new batch is claimed and no new push started; what is in
     /// flight completes and is recorded; the rest of the batch is released for the next run.
     public var stop: StopRequest = .shared
-    private var confirmed = Set<String>()
+    private var confirmed = Set<SuspectKey>()
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
     /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
-    private var suspects: [String: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
+    private var suspects: [SuspectKey: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
     /// The categories' presentation, read by the first claim (on whichever thread claims first).
     private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
-    /// Where the database time went (logged at debug level): claiming, and writing outcomes.
-    private var timings: (claims: Duration, flushes: Duration) = (.zero, .zero)
+    /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
+    /// pushes stood still waiting for a claim made ahead (the sign that claims, not pushes, set the pace).
+    private var timings: (claims: Duration, flushes: Duration, claimWaits: Duration, claimWaitCount: Int) = (.zero, .zero, .zero, 0)
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
                 maxAttempts: Int, lease: TimeInterval = OutboxEngine.defaultLease, logger: Logger) {
@@ -74,7 +75,7 @@ public final class OutboxEngine {
         self.maxAttempts = maxAttempts
         self.lease = lease
         self.logger = logger
-        self.batchSize = max(500, client.configuration.window * 10)
+        self.batchSize = max(500, client.configuration.window * 20)
     }
 
     /// An engine with its own HTTP/2 client, whose request timeout is kept within half of `lease`.
@@ -101,7 +102,10 @@ public final class OutboxEngine {
         while !usable.isEmpty && !stop.isRequested {
             let batch: [Claimed]
             if let writer, writer.isClaiming {
+                let waitStarted = ContinuousClock.now
                 writer.drain() // the batch claimed ahead while the last one went out
+                timings.claimWaits += ContinuousClock.now - waitStarted
+                timings.claimWaitCount += 1
                 batch = writer.takeClaimed() ?? []
                 if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
             } else {
@@ -144,7 +148,7 @@ public final class OutboxEngine {
                 throw error
             }
             let busy = writer.timings
-            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims)")
+            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all")
         } else {
             report.tokensRetired += try recorder.flush()
             logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)")
@@ -160,9 +164,16 @@ public final class OutboxEngine {
         logger.critical("could not record \(sent.count) pushes that were sent (they will be sent again when their claim runs out): deliveries \(sent.map(String.init).joined(separator: ","))")
     }
 
-    /// Which group a token belongs to for the mass-retirement guard.
-    static func suspectKey(_ target: PushTarget) -> String {
-        target.provider.rawValue + "/" + (target.apnsEnvironment?.rawValue ?? "-")
+    /// Which group a token belongs to for the mass-retirement guard (looked up on every push that succeeds:
+    /// hashed as two small values, with no string built).
+    struct SuspectKey: Hashable, CustomStringConvertible {
+        let provider: PushTarget.Provider
+        let environment: PushTarget.APNsEnvironment?
+        var description: String { provider.rawValue + "/" + (environment?.rawValue ?? "-") }
+    }
+
+    static func suspectKey(_ target: PushTarget) -> SuspectKey {
+        SuspectKey(provider: target.provider, environment: target.apnsEnvironment)
     }
 
     static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
@@ -228,7 +239,7 @@ public final class OutboxEngine {
         // provider, and the scope has nothing to filter elsewhere).
         let due: Query = runID.map { runID in
             """
-            SELECT q.delivery_id FROM delivery_queue q
+            SELECT q.ctid FROM delivery_queue q
               JOIN deliveries d ON d.id = q.delivery_id
               JOIN notifications n ON n.id = d.notification_id
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
@@ -237,7 +248,7 @@ public final class OutboxEngine {
              FOR UPDATE OF q SKIP LOCKED
             """
         } ?? """
-            SELECT q.delivery_id FROM delivery_queue q
+            SELECT q.ctid FROM delivery_queue q
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
@@ -245,14 +256,15 @@ public final class OutboxEngine {
             """
         // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
         let presentations = try self.presentations(on: connection)
-        // `q.delivery_id = ANY(ARRAY(…))` makes the update find its rows by primary key: joined as a set,
-        // the planner hashed whole tables on every claim. The lease is in no index: a HOT update.
+        // `q.ctid = ANY(ARRAY(…))` makes the update go straight to the rows the claim locked (a locked row
+        // cannot move, and no index is searched again); joined as a set, the planner hashed whole tables on
+        // every claim. The lease is in no index: a HOT update.
         // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
         let rows = try connection.query("""
             WITH due AS (\(due))
             UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease))
               FROM deliveries d, notifications n, device_tokens t
-             WHERE q.delivery_id = ANY(ARRAY(SELECT delivery_id FROM due)) AND d.id = q.delivery_id
+             WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM due)) AND d.id = q.delivery_id
                AND n.id = d.notification_id AND t.id = d.device_token_id
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
@@ -321,6 +333,8 @@ public final class OutboxEngine {
         var inFlight: [Int: Claimed] = [:]
         var resent = Set<Int>()
         var failure: Error?
+        /// Since when the pushes have had nothing to send while a claim runs.
+        var waitingForClaimSince: ContinuousClock.Instant?
         var live = usable
         /// What was claimed and not sent goes back, due at once, no attempt counted.
         func releaseRest() -> Int {
@@ -341,6 +355,11 @@ public final class OutboxEngine {
             if let writer, failure == nil {
                 // Claim the next batch on the writer's connection while this one still has half a batch to go.
                 if let more = writer.takeClaimed() {
+                    if let since = waitingForClaimSince {
+                        timings.claimWaits += ContinuousClock.now - since
+                        timings.claimWaitCount += 1
+                        waitingForClaimSince = nil
+                    }
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
@@ -351,7 +370,10 @@ public final class OutboxEngine {
                 let claimed: Claimed
                 if !resend.isEmpty { claimed = resend.removeFirst() }
                 else if index < queue.count { claimed = queue[index]; index += 1 }
-                else { return nil }
+                else {
+                    if waitingForClaimSince == nil, writer?.isClaiming == true { waitingForClaimSince = ContinuousClock.now }
+                    return nil
+                }
                 // A push started now may take the whole request timeout: start none that could outlive its claim.
                 if ContinuousClock.now > claimed.startBy {
                     recorder.release(claimed)
