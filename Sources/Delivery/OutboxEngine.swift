@@ -35,11 +35,14 @@ public final class OutboxEngine {
         configuration.requestTimeout = min(configuration.requestTimeout, .milliseconds(Int64(lease * 500)))
         return configuration
     }
+    /// Deliveries per claim: 20 windows (2,000 by default), so a claim's fixed cost is spread thin and the
+    /// next one, started when half of this is left, arrives long before the window runs dry.
     public var batchSize: Int
     /// Completed outcomes are written once this many are waiting and the writer is free, or this long
     /// after the last write, so a crash can repeat only what was in flight plus what waits to be written
     /// (at most `maxPendingOutcomes`). Each write has a fixed cost in the database (a transaction, its
-    /// statements): a few hundred rows per write spend it once for all of them.
+    /// statements): a thousand rows per write spend it once for all of them, and the interval still
+    /// bounds how much a crash can repeat in time.
     public var flushEvery = 1000
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
