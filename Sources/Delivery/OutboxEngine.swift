@@ -107,8 +107,7 @@ public final class OutboxEngine {
             if let writer, writer.isClaiming {
                 let waitStarted = ContinuousClock.now
                 writer.drain() // the batch claimed ahead while the last one went out
-                timings.claimWaits += ContinuousClock.now - waitStarted
-                timings.claimWaitCount += 1
+                countClaimWait(since: waitStarted)
                 batch = writer.takeClaimed() ?? []
                 if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
             } else {
@@ -159,6 +158,12 @@ public final class OutboxEngine {
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
+    }
+
+    /// The pushes stood still from `since` until now, waiting for a claim made ahead.
+    private func countClaimWait(since: ContinuousClock.Instant) {
+        timings.claimWaits += ContinuousClock.now - since
+        timings.claimWaitCount += 1
     }
 
     /// Says, loudly, which pushes went out without their outcome being written (they will go again).
@@ -359,8 +364,7 @@ public final class OutboxEngine {
                 // Claim the next batch on the writer's connection while this one still has half a batch to go.
                 if let more = writer.takeClaimed() {
                     if let since = waitingForClaimSince {
-                        timings.claimWaits += ContinuousClock.now - since
-                        timings.claimWaitCount += 1
+                        countClaimWait(since: since)
                         waitingForClaimSince = nil
                     }
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
