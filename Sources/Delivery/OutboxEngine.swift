@@ -90,6 +90,7 @@ public final class OutboxEngine {
 
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
     public func run(scope: Scope) throws -> DeliveryReport {
+        let scheduleAtStart = ThreadSchedule.current()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -150,14 +151,21 @@ public final class OutboxEngine {
                 throw error
             }
             let busy = writer.timings
-            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all")
+            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all\(cpuShare(since: scheduleAtStart))")
         } else {
             report.tokensRetired += try recorder.flush()
-            logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)")
+            logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)\(cpuShare(since: scheduleAtStart))")
         }
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
+    }
+
+    /// For the debug log: how long this thread (the one sending the pushes) was on a core since `start`, and
+    /// how long it waited, runnable, for one: a run starved of CPU shows here, not in the database times.
+    private func cpuShare(since start: ThreadSchedule?) -> String {
+        guard let start, let spent = ThreadSchedule.current()?.since(start) else { return "" }
+        return "; the pushing thread was on a core \(spent.running) and waited \(spent.waiting) for one"
     }
 
     /// The pushes stood still from `since` until now, waiting for a claim made ahead.

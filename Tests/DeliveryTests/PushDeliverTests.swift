@@ -110,6 +110,17 @@ import TestSupport
         #expect(push.server.requests().filter { $0.provider != .oauth }.count == 80, "nothing is sent twice")
     }
 
+    @Test func theDebugLogSaysWhereTheRunsTimeWent() throws {
+        _ = try pendingNotifications((0..<5).map { ("Mentor \($0)", 2) })
+        let result = try Jobs.pushDeliver(db, ["--log-level", "debug"], environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try states() == ["sent": 10])
+        let line = try #require(result.stderr.split(separator: "\n").first { $0.contains("database time off the engine's thread") })
+        #expect(line.contains("the pushes waited for a claim"))
+        // Whether the pushes were starved of CPU (a busy host), beside the database's share.
+        #expect(line.contains("the pushing thread was on a core ") && line.contains(" for one"), "\(line)")
+    }
+
     @Test(arguments: [
         (TokenState.unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000), "apns", "Unregistered"),
         (TokenState.badDeviceToken, "apns", "BadDeviceToken"),

@@ -1,0 +1,18 @@
+import Foundation
+import JobKit
+import Testing
+
+@Suite struct ThreadScheduleTests {
+    @Test func aBusyThreadsTimeOnACoreGrowsByWhatItSpent() throws {
+        let start = try #require(ThreadSchedule.current(), "Linux keeps /proc/thread-self/schedstat")
+        let clock = ContinuousClock()
+        let busyUntil = clock.now + .milliseconds(60)
+        var spin = 0
+        while clock.now < busyUntil { spin &+= 1 }
+        let spent = try #require(ThreadSchedule.current()).since(start)
+        #expect(spin > 0)
+        #expect(spent.running >= .milliseconds(20), "on a core for most of 60 ms of spinning: \(spent.running)")
+        #expect(spent.running <= .milliseconds(200))
+        #expect(spent.waiting >= .zero)
+    }
+}
