@@ -140,6 +140,10 @@ final class StreamHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
 
+    /// Header values that differ on every response: not entered in the HPACK table, where each would push
+    /// out an entry that might be used again and make every later lookup search past it.
+    private static let newOnEveryResponse: Set<String> = ["apns-id", "apns-unique-id"]
+
     /// Bodies beyond this are not kept (APNs allows 5 KB, FCM about 4 KB; the fake still answers).
     private static let maximumKeptBody = 1 << 20
 
@@ -247,7 +251,9 @@ final class StreamHandler: ChannelInboundHandler {
         var headers = HPACKHeaders()
         headers.reserveCapacity(response.headers.count + 1)
         headers.add(name: ":status", value: String(response.status))
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        for (name, value) in response.headers {
+            headers.add(name: name, value: value, indexing: Self.newOnEveryResponse.contains(name) ? .nonIndexable : .indexable)
+        }
         if response.body.isEmpty {
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
         } else {
