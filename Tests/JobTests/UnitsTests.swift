@@ -56,4 +56,31 @@ import TestSupport
             #expect(security.status == 0, "\(unit): exposure above 2.0: \(exposure)")
         }
     }
+
+    /// A crontab line hands its job what the env file says: the file holds plain `KEY=value` lines (systemd's
+    /// `EnvironmentFile=` reads the same file), which a shell's `.` sets without exporting them. Here the
+    /// prune line, with the paths moved into a scratch folder, must see the file's malformed setting.
+    @Test func aCrontabLineHandsTheEnvFileToItsJob() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cron-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "DATABASE_URL=postgresql://cron@127.0.0.1:1/mentor\nPRUNE_BATCH_SIZE=abc\n"
+            .write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
+        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
+        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") }, "no prune line in crontab")
+        // The command is what follows the five time fields.
+        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
+        let built = URL(fileURLWithPath: Paths.executable("prune")).deletingLastPathComponent().path
+        let local = command
+            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
+            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
+            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
+            .replacingOccurrences(of: "/usr/local/bin/", with: built + "/")
+        // As cron starts it: none of the file's variables in the environment already (an inherited one would
+        // be exported whatever the line does).
+        let result = try ProcessRunner.run("/bin/sh", ["-c", "unset DATABASE_URL PRUNE_BATCH_SIZE METRICS_DIR; " + local])
+        let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
+        #expect(result.status == 78, "\(local): \(log)")
+        #expect(log.contains("PRUNE_BATCH_SIZE"), "the job did not see the env file's setting: \(log)")
+    }
 }
