@@ -97,7 +97,7 @@ public final class OutboxEngine {
             do { try provider.prepare() } catch {
                 switch error.outcome {
                 case .credentialsBroken(let reason): report.brokenProviders[provider.name] = reason
-                default: report.unavailableProviders[provider.name] = "\(error.outcome)"
+                default: report.unavailableProviders[provider.name] = error.outcome.reason
                 }
                 logger.error("\(provider.name): cannot send: \(report.brokenProviders[provider.name] ?? report.unavailableProviders[provider.name]!)")
                 usable.remove(kind)
@@ -389,12 +389,6 @@ public final class OutboxEngine {
                     if waitingForClaimSince == nil, writer?.isClaiming == true { waitingForClaimSince = ContinuousClock.now }
                     return nil
                 }
-                // A push started now may take the whole request timeout: start none that could outlive its claim.
-                if ContinuousClock.now > claimed.startBy {
-                    recorder.release(claimed)
-                    leaseReleased += 1
-                    continue
-                }
                 guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider] else {
                     recorder.release(claimed)
                     report.held += 1
@@ -405,8 +399,15 @@ public final class OutboxEngine {
                     report.count(.failed, claimed.target.provider)
                     continue
                 }
-                // The tag finds the delivery again when its answer comes.
+                // The tag finds the delivery again when its answer comes. Made before the check below: making
+                // it may wait for credentials (FCM's token endpoint).
                 let request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
+                // A push started now may take the whole request timeout: start none that could outlive its claim.
+                if ContinuousClock.now > claimed.startBy {
+                    recorder.release(claimed)
+                    leaseReleased += 1
+                    continue
+                }
                 claimed.sentWith = provider.credentialGeneration
                 inFlight[claimed.deliveryID] = claimed
                 return request
@@ -420,13 +421,27 @@ public final class OutboxEngine {
                 // Sent with a credential already replaced (many were in flight when the first such answer
                 // came): send again with the new one; else get a fresh one (once per delivery).
                 let stale = claimed.sentWith < provider.credentialGeneration
-                if !resent.contains(claimed.deliveryID) && (stale || provider.refreshCredentials()) {
+                var fresh = stale
+                var refreshFailure: PushOutcome?
+                if !resent.contains(claimed.deliveryID) && !stale {
+                    do throws(PushOutcomeError) { fresh = try provider.refreshCredentials() } catch { refreshFailure = error.outcome }
+                }
+                if fresh && !resent.contains(claimed.deliveryID) {
                     resent.insert(claimed.deliveryID)
                     resend.append(claimed)
                     if !stale { logger.notice("\(provider.name): \(reason): fresh credentials, sending again") }
                     return
                 }
-                outcome = .credentialsBroken(reason: "\(reason), and fresh credentials did not cure it (check the key, the team/project and the clock)")
+                switch refreshFailure {
+                case nil:
+                    outcome = .credentialsBroken(reason: "\(reason), and fresh credentials did not cure it (check the key, the team/project and the clock)")
+                case .credentialsBroken(let why)?:
+                    // Fresh credentials cannot be had: the service account itself is refused.
+                    outcome = .credentialsBroken(reason: "\(reason), and fresh credentials could not be had: \(why)")
+                case let other?:
+                    // Nor for now: the token endpoint is down or slow, which is no configuration problem.
+                    outcome = .unreachable(reason: "\(reason), and fresh credentials could not be had for now: \(other.reason)")
+                }
             }
             let attempt = claimed.attempts + 1
             switch outcome {
@@ -481,6 +496,14 @@ public final class OutboxEngine {
                 if live.contains(claimed.target.provider) {
                     live.remove(claimed.target.provider)
                     report.brokenProviders[provider.name] = reason
+                    logger.error("\(provider.name): stopping: \(reason)")
+                }
+                recorder.release(claimed)
+                report.held += 1
+            case .unreachable(let reason):
+                if live.contains(claimed.target.provider) {
+                    live.remove(claimed.target.provider)
+                    report.unavailableProviders[provider.name] = reason
                     logger.error("\(provider.name): stopping: \(reason)")
                 }
                 recorder.release(claimed)

@@ -38,7 +38,11 @@ public struct APNsRequestBuilder: Sendable {
             ("apns-collapse-id", message.collapseID),
             ("content-type", "application/json"),
         ]
-        headers.append(("apns-expiration", message.expiresAt.map { String(max(0, Int($0.timeIntervalSince1970))) } ?? "0"))
+        // Without an expiry the header is left out, so APNs stores the push for a phone that is offline (as
+        // FCM does without a ttl); `0` would mean "try once, never store".
+        if let expiresAt = message.expiresAt {
+            headers.append(("apns-expiration", String(max(1, Int(expiresAt.timeIntervalSince1970)))))
+        }
         return HTTPRequest(url: endpoint + "/3/device/" + target.token, headers: headers,
                            body: APNsRequestBuilder.payloadBytes(message), tag: tag)
     }

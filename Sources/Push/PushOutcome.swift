@@ -15,6 +15,18 @@ public enum PushOutcome: Sendable, Equatable {
     case reauthenticate(reason: String)
     /// Credentials or configuration are broken: stop sending to this provider; burn no attempts.
     case credentialsBroken(reason: String)
+    /// No connection to the provider (name lookup, refused, TLS): the push never left, so it is no
+    /// reason to give up on the delivery. Stop sending to this provider for the run; burn no attempts.
+    case unreachable(reason: String)
+
+    /// What a person reads: the reason, or the message id.
+    public var reason: String {
+        switch self {
+        case .delivered(let messageID): "delivered as \(messageID)"
+        case .retry(_, let reason), .tokenDead(let reason, _), .rejected(let reason), .reauthenticate(let reason),
+             .credentialsBroken(let reason), .unreachable(let reason): reason
+        }
+    }
 }
 
 /// Maps APNs answers to outcomes (Apple's "Handling notification responses from APNs").
@@ -72,7 +84,8 @@ public enum APNsOutcome {
     static func transport(_ error: HTTPTransportError) -> PushOutcome {
         switch error.kind {
         case .notHTTP2: return .credentialsBroken(reason: error.message)
-        case .connect, .timeout, .broken: return .retry(after: nil, reason: error.message)
+        case .connect: return .unreachable(reason: error.message)
+        case .timeout, .broken: return .retry(after: nil, reason: error.message)
         }
     }
 }

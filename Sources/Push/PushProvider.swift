@@ -9,8 +9,9 @@ public protocol PushProvider: AnyObject {
     func prepare() throws(PushOutcomeError)
     func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest
     func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome
-    /// After `.reauthenticate`: true when fresh credentials were obtained and a resend makes sense.
-    func refreshCredentials() -> Bool
+    /// After `.reauthenticate`: true when fresh credentials were obtained and a resend makes sense, false
+    /// when none can be made; throws when getting them failed (FCM's token endpoint: for now, or for good).
+    func refreshCredentials() throws(PushOutcomeError) -> Bool
     /// Goes up whenever the credential that requests carry changes, so a caller can tell an answer to
     /// an old credential (resend with the new one) from one to the current credential (refresh).
     var credentialGeneration: Int { get }
@@ -50,7 +51,7 @@ public final class APNsProvider: PushProvider {
         APNsOutcome.classify(result)
     }
 
-    public func refreshCredentials() -> Bool {
+    public func refreshCredentials() throws(PushOutcomeError) -> Bool {
         guard let fresh = tokens.refreshAfterExpiry() else { return false }
         authorization = fresh
         authorizationHeader = "bearer " + fresh
@@ -90,9 +91,8 @@ public final class FCMProvider: PushProvider {
         FCMOutcome.classify(result)
     }
 
-    public func refreshCredentials() -> Bool {
-        guard let fresh = try? accessTokens.refresh() else { return false }
-        accessToken = fresh
+    public func refreshCredentials() throws(PushOutcomeError) -> Bool {
+        accessToken = try accessTokens.refresh()
         return true
     }
 }

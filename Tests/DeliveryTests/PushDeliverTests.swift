@@ -556,10 +556,9 @@ import TestSupport
         let result = try Jobs.pushDeliver(db, environment: environment)
         #expect(result.status == 69, "FCM's token endpoint is behind the dead proxy too, so FCM is unreachable: \(result.stderr)")
         #expect(pushes(.apns).isEmpty, "nothing went around the proxy")
-        #expect(try states() == ["retrying": 1])
+        #expect(try states() == ["pending": 1], "a push that never left burns no attempt")
         environment["no_proxy"] = "127.0.0.1"
         // no_proxy names the fake's host: straight there.
-        try f.makeDue()
         #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
         #expect(try states() == ["sent": 1])
     }
@@ -576,6 +575,43 @@ import TestSupport
         #expect(attempts == 0)
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0, "fixed, everything goes")
         #expect(try states() == ["sent": 2])
+    }
+
+    /// A provider nobody can connect to (a typo in the endpoint, a firewall, an outage on our side) is no
+    /// fault of the deliveries: the provider stops for the run with 69 and no attempt is burned, so an
+    /// hour of it does not turn every due notification dead.
+    @Test func anUnreachableProviderExits69AndBurnsNoAttempt() throws {
+        _ = try pendingNotifications([("A", 1), ("B", 1), ("C", 1)])
+        var environment = push.variables
+        environment["APNS_ENDPOINT"] = "https://127.0.0.1:1" // nothing listens there
+        environment["PUSH_MAX_ATTEMPTS"] = "1"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 69, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("apns unavailable") && result.stderr.contains("cannot connect"), "\(result.stderr)")
+        #expect(try states() == ["pending": 3])
+        let attempts: Int = try f.connection.query("SELECT sum(attempts) FROM deliveries").first!.decode(0)
+        #expect(attempts == 0)
+        let queued: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until IS NULL OR lease_until <= now()").first!.decode(0)
+        #expect(queued == 3, "released for the next run at once")
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0, "reachable again, everything goes")
+        #expect(try states() == ["sent": 3])
+    }
+
+    /// FCM answers 401 and the token endpoint is down when a fresh access token is asked for: FCM is
+    /// unavailable for now (69), not misconfigured (78), and the delivery waits without an attempt.
+    @Test func anFCM401WhileTheTokenEndpointIsDownIsUnavailableNotMisconfigured() throws {
+        let made = try pendingNotifications([("Android", 2)])
+        push.server.inject(.expiredProviderToken, count: 1, provider: .fcm)
+        // The run's first token request gets through; the refresh after the 401 meets a 500.
+        push.server.inject(.slow(seconds: 0), count: 1, provider: .oauth)
+        push.server.inject(.oauthServerError, count: 5)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 69, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("fcm unavailable"), "\(result.stderr)")
+        let fcm = try delivery(token: made[0].devices[1].token)
+        #expect(fcm.state == "pending")
+        #expect(fcm.attempts == 0)
+        #expect(try delivery(token: made[0].devices[0].token).state == "sent", "APNs is unaffected")
     }
 
     @Test func noPushStartsThatCouldOutliveItsClaim() throws {

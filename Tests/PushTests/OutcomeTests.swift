@@ -21,6 +21,7 @@ import Testing
         case .rejected: return "rejected"
         case .reauthenticate: return "reauthenticate"
         case .credentialsBroken: return "credentialsBroken"
+        case .unreachable: return "unreachable"
         }
     }
 
@@ -127,9 +128,13 @@ import Testing
         #expect(quotaAfter == 60, "Google asks for at least a minute after QUOTA_EXCEEDED")
     }
 
-    @Test func transportFailuresAreRetriedButHTTP1IsAConfigurationProblem() {
-        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "retry")
+    /// A push that may have reached the provider is retried (an attempt); one that never left, because no
+    /// connection could be made, stops the provider for the run (no attempt); HTTP/1.1 is our setup's fault.
+    @Test func transportFailuresAreRetriedUnlessNothingLeftButHTTP1IsAConfigurationProblem() {
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "unreachable")
+        #expect(kind(FCMOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "unreachable")
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.broken, "GOAWAY")))) == "retry")
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.timeout, "no answer")))) == "retry")
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.notHTTP2, "h1")))) == "credentialsBroken")
     }
 }

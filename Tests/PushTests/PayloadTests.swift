@@ -73,6 +73,16 @@ import Testing
         #expect(headers["authorization"] == "bearer jwt")
     }
 
+    /// A notification without an expiry is stored by APNs for a phone that is offline: no `apns-expiration`
+    /// (`0` would tell APNs to try once and drop it, as `ttl` left out lets FCM keep it for four weeks).
+    @Test func apnsKeepsAPushWithoutExpiryForAnOfflinePhone() throws {
+        let builder = APNsRequestBuilder(topic: "no.likeperson.app", productionEndpoint: "https://prod.example", sandboxEndpoint: "https://sandbox.example")
+        var m = message(body: "x")
+        m.expiresAt = nil
+        let request = builder.request(m, target: PushTarget(provider: .apns, token: "abcd", apnsEnvironment: .production), authorization: "jwt", tag: 1)
+        #expect(!request.headers.contains { $0.0 == "apns-expiration" }, "\(request.headers)")
+    }
+
     @Test func tokensAreOnlyEverShownShortened() {
         let token = String(repeating: "ab", count: 32)
         #expect(PushTarget(provider: .apns, token: token).redacted == "…ababab")
