@@ -52,7 +52,7 @@ public final class OutboxEngine {
     /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
     /// the same provider and environment has succeeded in this run, such tokens are held, not retired;
     /// when `suspectLimit` pile up with no success, the provider is stopped as misconfigured and none
-    /// of them is retired. At the end of the run, the few still held are retired.
+    /// of them is retired. At the end of the run, the few still held are tried again later, not retired.
     public var suspectLimit = 20
     /// Asked to stop (SIGTERM, SIGINT): no new batch is claimed and no new push started; what is in
     /// flight completes and is recorded; the rest of the batch is released for the next run.
@@ -125,16 +125,32 @@ public final class OutboxEngine {
             report.claimed += batch.count
             try send(batch, scope: scope, usable: &usable, report: &report)
         }
-        // Tokens still held had no success to compare with but were too few to suspect our configuration,
-        // unless a stop cut the run short: then they are too few only for that reason, and wait.
+        // Tokens still held had no push of their provider and environment succeed beside them: their
+        // answer may be our setup's (the fact sheet: drop them only when the configuration is known to be
+        // good), so none is retired. Each is tried again later (an attempt, with backoff), and retired by the
+        // first run in which a push to the same environment succeeds. A stop, or their provider stopped as
+        // misconfigured, sends them back as they were.
         let recorder = makeRecorder()
-        for held in suspects.values.joined() {
-            if stop.isRequested {
-                recorder.release(held.claimed)
-                report.released += 1
-            } else {
-                retire(held.claimed, reason: held.reason, status: held.status, since: nil, recorder: recorder, report: &report)
+        for (key, held) in suspects where !held.isEmpty {
+            if stop.isRequested || !usable.contains(key.provider) {
+                for h in held { recorder.release(h.claimed) }
+                if stop.isRequested { report.released += held.count } else { report.held += held.count }
+                continue
             }
+            for h in held {
+                let attempt = h.claimed.attempts + 1
+                let why = "\(h.reason), and no push to \(key) succeeded in this run to show that the setup is right: token kept"
+                if attempt >= maxAttempts {
+                    recorder.settle(h.claimed, state: "dead", event: "dead", error: "\(why) (gave up after \(attempt) attempts)", status: h.status, attempts: attempt)
+                    report.count(.dead, key.provider)
+                } else {
+                    recorder.settle(h.claimed, state: "retrying", event: "retried", error: why, status: h.status, attempts: attempt,
+                                    nextAttempt: Date().addingTimeInterval(backoff.delay(afterAttempt: attempt, atLeast: nil)))
+                    report.count(.retried, key.provider)
+                }
+            }
+            let setting = key.provider == .apns ? "APNS_TOPIC and the token's environment" : "the FCM project of the service account"
+            logger.warning("\(key): \(held.count) token(s) answered \(held[0].reason) and no push to \(key) succeeded in this run: not retired, tried again later (if every token answers this, check \(setting))")
         }
         suspects.removeAll()
         if let writer {
