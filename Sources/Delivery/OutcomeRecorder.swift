@@ -64,7 +64,7 @@ final class OutcomeRecorder {
                 let keeps = outcomes.contains { $0.state == nil || $0.state == "retrying" }
                 let takesOut = outcomes.contains { $0.state != nil && $0.state != "retrying" }
                 if keeps && takesOut {
-                    try connection.execute("SELECT 1 FROM delivery_queue WHERE delivery_id = ANY(\(ids)::bigint[]) ORDER BY 1 FOR UPDATE")
+                    try connection.execute("SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY(\(ids)::bigint[]) ORDER BY delivery_id FOR UPDATE")
                 }
                 try connection.execute("""
                     SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),

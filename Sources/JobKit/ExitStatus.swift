@@ -10,8 +10,10 @@ public enum ExitStatus: Int32, Sendable {
     case unavailable = 69
     /// A bug: something that should not happen did.
     case software = 70
-    /// Try again later (a statement timed out).
+    /// Try again later (a statement timed out, a deadlock or a lock that was not free).
     case tempFail = 75
+    /// The database refused a privilege our role lacks (or a table's own guard): the message names it.
+    case noPermission = 77
     /// Configuration or schema problem: the message names what to fix.
     case config = 78
 }

@@ -19,6 +19,14 @@ public enum JobDatabase {
         }
     }
 
+    /// Throws the usage error for an empty `--database-url` (`--database-url "$URL"` with `URL` unset): it
+    /// would otherwise mean libpq's defaults, some other database than the one meant.
+    public static func validateURLFlag(_ flag: String?) throws {
+        if let flag, flag.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--database-url is empty: give the database's URL, or leave the flag out to use DATABASE_URL")
+        }
+    }
+
     /// PostgreSQL's `statement_timeout` is at most 2,147,483,647 ms: a larger `--statement-timeout` is a
     /// bad flag (64), not a database failure a wrapper would retry forever.
     public static let maxStatementTimeout = 2_147_483

@@ -45,6 +45,10 @@ extension JobFailure {
                 self.init(.unavailable, "\(error)")
             case .server(let server) where server.sqlState == SQLState.queryCanceled:
                 self.init(.tempFail, "\(error) (statement timeout: raise --statement-timeout or try again later)")
+            case .server(let server) where [SQLState.serializationFailure, SQLState.deadlockDetected, SQLState.lockNotAvailable].contains(server.sqlState):
+                self.init(.tempFail, "\(error) (another transaction was in the way: try again)")
+            case .server(let server) where server.sqlState == SQLState.insufficientPrivilege:
+                self.init(.noPermission, "\(error) (the database role lacks a privilege it needs: grant it, or run the job as the role that owns the tables)")
             case .server(let server) where server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P"):
                 self.init(.unavailable, "\(error)")
             case .decoding:

@@ -41,6 +41,11 @@ public final class Connection {
             var message = Connection.trimmed(PQerrorMessage(connection))
             if let url { message = ConnectionString.redact(message, connectionString: url) }
             PQfinish(connection)
+            // A value libpq refused before trying any server (a port of 99999, `sslmode=bogus`): the setting
+            // is wrong, and trying again will not help.
+            if message.hasPrefix("invalid ") || message.hasPrefix("could not match ") {
+                throw PostgresError.invalidConnectionString(message: message)
+            }
             throw PostgresError.connectionFailed(message: message)
         }
         handle = connection

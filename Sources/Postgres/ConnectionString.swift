@@ -16,22 +16,89 @@ enum ConnectionString {
         return nil
     }
 
-    /// `message` with the connection string itself and each password in it replaced by `***`.
+    /// `message` with the connection string itself and each password in it replaced by `***`, and with every
+    /// piece libpq quoted that may hold part of a password: a malformed string is split where libpq sees fit
+    /// (a `/` in a URL's password ends its host part, a space ends a keyword's value), so the piece it quotes
+    /// is often a fragment of the password rather than the whole.
     static func redact(_ message: String, connectionString: String) -> String {
         var redacted = message
-        let secrets = [connectionString] + passwords(in: connectionString)
+        let candidates = passwords(in: connectionString).filter { !$0.isEmpty }
+        let secrets = [connectionString] + candidates
         // Longest first, so a password inside the whole string does not leave the rest of it behind.
         for secret in secrets.filter({ !$0.isEmpty }).sorted(by: { $0.count > $1.count }) {
             redacted = redacted.replacingOccurrences(of: secret, with: "***")
         }
-        return redacted
+        return redactQuoted(redacted, candidates: candidates)
     }
+
+    /// Replaces each double-quoted piece of `message` that shares a part with a password candidate (holds
+    /// one, lies within one, or has 4 characters in a row in common with one), except libpq's own keyword
+    /// names (`connection option "port"`).
+    static func redactQuoted(_ message: String, candidates: [String]) -> String {
+        guard !candidates.isEmpty else { return message }
+        let pieces = message.split(separator: "\"", omittingEmptySubsequences: false)
+        guard pieces.count >= 3 else { return message }
+        var out = ""
+        for (index, piece) in pieces.enumerated() {
+            if index > 0 { out += "\"" }
+            // Odd pieces are the quoted ones (a stray last quote leaves an unclosed piece: treated alike).
+            let text = String(piece)
+            if index % 2 == 1, !keywords.contains(text), candidates.contains(where: { sharesPart(text, $0) }) {
+                out += "***"
+            } else {
+                out += text
+            }
+        }
+        return out
+    }
+
+    private static func sharesPart(_ quoted: String, _ secret: String) -> Bool {
+        if quoted.isEmpty { return false }
+        if quoted.count >= 2 && secret.contains(quoted) { return true }
+        if quoted.contains(secret) { return true }
+        return longestCommonRun(Array(quoted.utf8), Array(secret.utf8)) >= 4
+    }
+
+    private static func longestCommonRun(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        guard !a.isEmpty, !b.isEmpty else { return 0 }
+        var best = 0
+        var previous = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            var current = [Int](repeating: 0, count: b.count + 1)
+            for j in 1...b.count where a[i - 1] == b[j - 1] {
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+            }
+            previous = current
+        }
+        return best
+    }
+
+    /// libpq's connection keywords (`host`, `port`, `sslmode`…), as it lists them.
+    static let keywords: Set<String> = {
+        var names: Set<String> = []
+        guard let defaults = PQconndefaults() else { return names }
+        defer { PQconninfoFree(defaults) }
+        var option = defaults
+        while let keyword = option.pointee.keyword {
+            names.insert(String(cString: keyword))
+            option += 1
+        }
+        return names
+    }()
 
     /// The passwords a connection string may hold, found as leniently as a malformed string requires:
     /// the URL's `user:password@` (raw and percent-decoded), a `password=` query parameter, and a
-    /// `password=` keyword (quoted or not).
+    /// `password=` keyword (quoted or not; unquoted, up to the next keyword, spaces and all), and whatever
+    /// stands between the first `:` and the last `@` of a string that looks like a URL without being one
+    /// (`postgresql:/user:secret@host`).
     static func passwords(in string: String) -> [String] {
         var found: [String] = []
+        if string.range(of: "://") == nil, let at = string.lastIndex(of: "@") {
+            var userInfo = string[..<at]
+            if let scheme = userInfo.firstMatch(of: /^[A-Za-z][A-Za-z0-9+.-]*:\/*/) { userInfo = userInfo[scheme.range.upperBound...] }
+            if let colon = userInfo.firstIndex(of: ":") { found.append(String(userInfo[userInfo.index(after: colon)...])) }
+        }
         if let scheme = string.range(of: "://") {
             let rest = string[scheme.upperBound...]
             // The user info ends at the last '@' (a password may hold '/' or '?', and a malformed URL
@@ -60,6 +127,12 @@ enum ConnectionString {
                 found.append(String(value.dropFirst().prefix { $0 != "'" }))
             } else {
                 found.append(String(value.prefix { $0 != " " && $0 != "&" }))
+                // A value with spaces is malformed, and libpq quotes its pieces: up to the next keyword.
+                var rest = String(value)
+                if let next = rest.firstMatch(of: /\s+([A-Za-z_]+)\s*=/), keywords.contains(String(next.1)) {
+                    rest = String(rest[..<next.range.lowerBound])
+                }
+                found.append(rest.trimmingCharacters(in: .whitespaces))
             }
         }
         return found

@@ -80,4 +80,7 @@ public enum SQLState {
     public static let readOnlyTransaction = "25006"
     public static let queryCanceled = "57014"
     public static let lockNotAvailable = "55P03"
+    public static let insufficientPrivilege = "42501"
+    public static let serializationFailure = "40001"
+    public static let deadlockDetected = "40P01"
 }

@@ -56,6 +56,7 @@ public struct RulesCommand: ParsableCommand {
         if !proposals.isEmpty && !dryRun { throw ValidationError("--set proposes a change and saves nothing: add --dry-run") }
         if dryRun && proposals.isEmpty { throw ValidationError("--dry-run needs at least one --set scenario.key=value") }
         for proposal in proposals { _ = try Self.parse(proposal) }
+        try JobDatabase.validateURLFlag(databaseURL)
     }
 
     /// "inactivity.threshold_days=7" → ("inactivity", "threshold_days", 7 as JSON text).

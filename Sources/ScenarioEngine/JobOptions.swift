@@ -33,6 +33,7 @@ public struct JobOptions: ParsableArguments, Sendable {
 
     public mutating func validate() throws {
         try JobDatabase.validateStatementTimeout(statementTimeout)
+        try JobDatabase.validateURLFlag(databaseURL)
         if explain && dryRun { throw ValidationError("--explain and --dry-run cannot be used together") }
     }
 

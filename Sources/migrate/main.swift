@@ -20,6 +20,10 @@ struct MigrateCommand: ParsableCommand {
     @Flag(name: .long, help: "List the migrations that would be applied; change nothing.")
     var dryRun = false
 
+    func validate() throws {
+        try JobDatabase.validateURLFlag(databaseURL)
+    }
+
     func run() throws {
         let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun)
         if status != .ok { throw ExitCode(status.rawValue) }

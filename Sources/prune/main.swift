@@ -63,6 +63,7 @@ struct PruneCommand: ParsableCommand {
 
     func validate() throws {
         try JobDatabase.validateStatementTimeout(statementTimeout)
+        try JobDatabase.validateURLFlag(databaseURL)
         for (flag, value) in flags {
             if let problem = PruneSettings.problem(flag: flag, value: value) { throw ValidationError(problem) }
         }

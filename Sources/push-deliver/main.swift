@@ -37,6 +37,7 @@ struct PushDeliverCommand: ParsableCommand {
     func validate() throws {
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         try JobDatabase.validateStatementTimeout(statementTimeout)
+        try JobDatabase.validateURLFlag(databaseURL)
         if let workers { guard (1...32).contains(workers) else { throw ValidationError("--workers must be from 1 to 32") } }
     }
 

@@ -40,6 +40,7 @@ struct WhyCommand: ParsableCommand {
 
     func validate() throws {
         try JobDatabase.validateStatementTimeout(statementTimeout)
+        try JobDatabase.validateURLFlag(databaseURL)
     }
 
     func run() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 import TestSupport
 
@@ -16,6 +17,32 @@ import TestSupport
         let result = try Jobs.run("inactivity-check", arguments, database: nil)
         #expect(result.status == 64, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("Error:"))
+    }
+
+    /// `--database-url "$URL"` with `URL` unset would otherwise connect wherever libpq's defaults lead.
+    @Test func anEmptyDatabaseURLFlagExits64InEveryExecutable() throws {
+        for job in ["migrate", "inactivity-check", "push-deliver", "prune", "why", "rules"] {
+            let user = job == "why" ? ["00000000-0000-4000-8000-000000000001"] : []
+            let result = try Jobs.run(job, user + ["--database-url", ""], database: nil, environment: ["PGHOST": "/nonexistent-socket-dir"])
+            #expect(result.status == 64, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("--database-url is empty"), "\(job): \(result.stderr)")
+        }
+    }
+
+    /// A role that may read but not write (a grant forgotten in production) exits 77, not 70 "a bug".
+    @Test func aMissingPrivilegeExits77NamingIt() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let role = "mentor_push_reader"
+        let admin = try db.connect()
+        try admin.execute("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mentor_push_reader') THEN CREATE ROLE mentor_push_reader LOGIN; END IF; END $$")
+        try admin.execute("GRANT USAGE ON SCHEMA public TO mentor_push_reader")
+        try admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO mentor_push_reader")
+        // The test cluster's URLs name their user as a parameter (`?host=…&user=postgres`).
+        let url = db.url.replacing(/user=[^&\s]+/, with: "user=\(role)")
+        #expect(url.contains("user=\(role)"), "\(db.url)")
+        let result = try Jobs.run("inactivity-check", ["--database-url", url], database: nil)
+        #expect(result.status == 77, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("permission denied") && result.stderr.contains("lacks a privilege"), "\(result.stderr)")
     }
 
     @Test func unknownOrganizationExits64() throws {
@@ -48,6 +75,13 @@ import TestSupport
         "postgresql://u:secret%zz@/db",
         "postgresql://u@/db?password=secret%zz",
         "host=/nonexistent password=secret port",
+        // Split by libpq where it sees fit, so the piece it quotes is part of the password.
+        "host=/nonexistent password=my secret",
+        "postgresql://u:secret/part@127.0.0.1:5432/db",
+        "postgresql:/u:secret@h/db sslmode=require",
+        // Values libpq refuses before trying a server: settings to fix, not a server to wait for.
+        "postgresql://u@127.0.0.1:99999/db",
+        "postgresql://u@127.0.0.1/db?sslmode=bogus",
     ])
     func malformedURLExits78WithoutThePassword(url: String) throws {
         for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "prune", "why"] {
