@@ -79,6 +79,8 @@ public struct MetricsFile {
         guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
         }
+        // Readable by the collector, which runs as another user, whatever the umask (the units set 0077).
+        chmod(temporary, 0o644)
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)

@@ -63,9 +63,12 @@ public enum PruneRunner {
                 guard try run.claimExclusive(on: connection) else { return }
                 try run.record(on: connection)
                 var pruner = Pruner(connection: connection, rules: PruneRules(settings: settings), batchSize: settings.batchSize, logger: run.logger)
+                defer {
+                    // Also when a later batch fails: what committed is gone, and the summary says so.
+                    counts = pruner.counts
+                    batches = pruner.batches
+                }
                 try pruner.run()
-                counts = pruner.counts
-                batches = pruner.batches
                 if let signal = StopRequest.shared.requestedSignalName {
                     run.stoppedBy = signal
                     run.message = "stopped by \(signal) between batches; the rest is left for the next run"
@@ -122,18 +125,20 @@ struct Pruner {
     var batches = 0
 
     mutating func run() throws {
-        counts.decisions = try simple("decisions", alias: "dc", key: "bigint", rules.decision)
+        // Counted as each batch commits, so a run that fails part way reports what it did delete.
+        try simple("decisions", alias: "dc", key: "bigint", rules.decision, counted: \.decisions)
         try notifications()
-        counts.deliveryEvents += try simple("delivery_events", alias: "e", key: "bigint", rules.event, retention: true)
-        counts.deviceTokens = try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false))
-        counts.jobRuns = try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false))
+        try simple("delivery_events", alias: "e", key: "bigint", rules.event, retention: true, counted: \.deliveryEvents)
+        try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
+        try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
     }
 
     var stopped: Bool { StopRequest.shared.isRequested }
 
     /// Deletes the rows of `table` matching `condition`, a batch per transaction. `retention` marks the
     /// transaction as retention, the one way delivery_events lets a DELETE through.
-    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, retention: Bool = false) throws -> Int {
+    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, retention: Bool = false,
+                         counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
         var deleted = 0
         var after: String? = nil
         while !stopped {
@@ -153,35 +158,40 @@ struct Pruner {
             let gone: Int = try row.decode(0)
             let taken: Int = try row.decode(1)
             deleted += gone
+            counts[keyPath: counted] += gone
             if taken > 0 { batches += 1 }
             guard taken == batchSize, let last = try row.decode(2, as: String?.self) else { break }
             after = last
         }
         if deleted > 0 { logger.info("pruned \(deleted) rows of \(table)") }
-        return deleted
     }
 
     /// Notifications with their deliveries and events, and the decisions' links to them, a batch per transaction.
     mutating func notifications() throws {
         var after: UUID? = nil
         while !stopped {
-            let taken: [UUID] = try connection.transaction {
+            let (taken, batch): ([UUID], PruneRunner.Counts) = try connection.transaction {
+                var batch = PruneRunner.Counts()
                 let ids: [UUID] = try connection.query("""
                     SELECT t.id FROM notifications t
                      WHERE (\(after)::uuid IS NULL OR t.id > \(after)::uuid) AND \(rules.notification)
                      ORDER BY t.id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                     """).map { try $0.decode(0) }
-                guard !ids.isEmpty else { return [] }
+                guard !ids.isEmpty else { return ([], batch) }
                 let list = PostgresArray(ids)
                 try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)")
-                counts.deliveryEvents += try connection.execute("""
+                batch.deliveryEvents = try connection.execute("""
                     DELETE FROM delivery_events WHERE delivery_id IN (SELECT id FROM deliveries WHERE notification_id = ANY(\(list)::uuid[]))
                     """)
-                counts.deliveries += try connection.execute("DELETE FROM deliveries WHERE notification_id = ANY(\(list)::uuid[])")
+                batch.deliveries = try connection.execute("DELETE FROM deliveries WHERE notification_id = ANY(\(list)::uuid[])")
                 try connection.execute("UPDATE decisions SET notification_id = NULL WHERE notification_id = ANY(\(list)::uuid[])")
-                counts.notifications += try connection.execute("DELETE FROM notifications WHERE id = ANY(\(list)::uuid[])")
-                return ids
+                batch.notifications = try connection.execute("DELETE FROM notifications WHERE id = ANY(\(list)::uuid[])")
+                return (ids, batch)
             }
+            // Counted once the batch has committed.
+            counts.deliveryEvents += batch.deliveryEvents
+            counts.deliveries += batch.deliveries
+            counts.notifications += batch.notifications
             if !taken.isEmpty { batches += 1 }
             guard taken.count == batchSize, let last = taken.max(by: { $0.lowercasedString < $1.lowercasedString }) else { break }
             after = last

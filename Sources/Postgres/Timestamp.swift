@@ -52,12 +52,13 @@ public enum Timestamp {
             return true
         }
         guard let year = number(4), expect(45), let month = number(2), expect(45), let day = number(2),
-              month >= 1, month <= 12, day >= 1, day <= 31 else { return nil }
+              month >= 1, month <= 12, day >= 1, day <= daysIn(month: month, year: year) else { return nil }
         var seconds = days(fromCivil: year, month, day) * 86_400
         var micros: Int64 = 0
         if index < bytes.count {
             guard expect(32) || expect(84) else { return nil } // ' ' or 'T'
-            guard let h = number(2), expect(58), let mi = number(2), expect(58), let s = number(2) else { return nil }
+            // 60 seconds: a leap second, as ISO 8601 and PostgreSQL allow.
+            guard let h = number(2), expect(58), let mi = number(2), expect(58), let s = number(2), h <= 23, mi <= 59, s <= 60 else { return nil }
             seconds += h * 3600 + mi * 60 + s
             if index < bytes.count, bytes[index] == 46 { // '.'
                 index += 1
@@ -74,16 +75,25 @@ public enum Timestamp {
                 else {
                     guard sign == 43 || sign == 45 else { return nil }
                     index += 1
-                    guard let oh = number(2) else { return nil }
+                    guard let oh = number(2), oh <= 15 else { return nil } // PostgreSQL's range: ±15:59:59
                     var offset = oh * 3600
-                    if expect(58) { guard let om = number(2) else { return nil }; offset += om * 60 }
-                    if expect(58) { guard let os = number(2) else { return nil }; offset += os }
+                    if expect(58) { guard let om = number(2), om <= 59 else { return nil }; offset += om * 60 }
+                    if expect(58) { guard let os = number(2), os <= 59 else { return nil }; offset += os }
                     seconds -= sign == 43 ? offset : -offset
                 }
             }
         }
         guard index == bytes.count else { return nil }
         return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
+    }
+
+    /// The days in `month` of `year` (proleptic Gregorian).
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     /// Parses ISO 8601 from a person (`--now 2026-11-22T08:00:00Z`, `2026-11-22T08:00:00+01:00`, `2026-11-22`).

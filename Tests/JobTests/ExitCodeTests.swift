@@ -8,6 +8,10 @@ import TestSupport
     @Test(arguments: [
         ["--format", "xml"],
         ["--now", "yesterday"],
+        // Dates and times that do not exist are refused, not rolled over (2026-02-30 is not 2026-03-02).
+        ["--now", "2026-02-30"],
+        ["--now", "2026-11-01T25:61:00Z"],
+        ["--now", "2026-11-01T10:00:00+99:99"],
         ["--org", "not-a-uuid"],
         ["--no-such-flag"],
         ["--statement-timeout", "0"],

@@ -55,6 +55,17 @@ import TestSupport
                 "written to a temporary file and renamed: nothing else left behind")
     }
 
+    /// The units run jobs with `UMask=0077`; node_exporter runs as another user and must still read the file.
+    @Test func theMetricsFileIsReadableByTheCollectorWhateverTheUmask() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let prune = Paths.executable("prune")
+        let result = try ProcessRunner.run("/bin/sh", ["-c", "umask 077; exec \"$0\" --database-url \"$1\"", prune, db.url],
+                                           environment: ["METRICS_DIR": directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("mentor-push-prune.prom").path)
+        #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o044 } == 0o044, "\(String(describing: attributes[.posixPermissions]))")
+    }
+
     @Test func aDryRunWritesNoMetrics() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"], environment: ["METRICS_DIR": directory.path]).status == 0)

@@ -219,6 +219,24 @@ import TestSupport
         #expect(outcome == "stopped")
     }
 
+    /// The batches that committed before a failure are gone: the summary and the run's row say so.
+    @Test func aRunThatFailsPartWayReportsWhatItDeleted() throws {
+        for _ in 0..<3 { try decision(daysAgo: 100) }
+        // Another session holds device_tokens: the decisions go, the retired-token rule times out.
+        let blocker = try db.connect()
+        try blocker.execute("BEGIN")
+        try blocker.execute("LOCK TABLE device_tokens IN ACCESS EXCLUSIVE MODE")
+        let result = try prune(["--batch-size", "1", "--statement-timeout", "2"])
+        try blocker.execute("ROLLBACK")
+        #expect(result.status == 75, "stderr: \(result.stderr)")
+        #expect(try f.count("decisions") == 0)
+        #expect(deleted(result)["decisions"] == 3, "\(result.stdout)")
+        #expect(result.summary?["batches"] as? Int == 3)
+        let runID = try #require(result.summary?["run_id"] as? Int)
+        let recorded: String = try f.connection.query("SELECT counts::text FROM job_runs WHERE id = \(runID)").first!.decode(0)
+        #expect(recorded.contains(#""decisions": 3"#) || recorded.contains(#""decisions":3"#), "\(recorded)")
+    }
+
     @Test func settingsComeFromFlagsThenTheEnvironment() throws {
         try decision(daysAgo: 40)
         let kept = try prune(["--dry-run"])
