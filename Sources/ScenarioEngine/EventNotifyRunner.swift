@@ -68,6 +68,9 @@ public struct EventNotifyRunner {
         var reconnectDelay = 1.0
         var lastPrune: ContinuousClock.Instant? = nil
         var lastMetrics: ContinuousClock.Instant? = nil
+        /// Whether the last delivery went through, as the metrics last said: a change is published at once.
+        var healthy = true
+        var publishedHealthy: Bool? = nil
         let started = ContinuousClock.now
         while !stop.isRequested {
             do {
@@ -88,13 +91,15 @@ public struct EventNotifyRunner {
                     if taken == 0 { break }
                     events += taken
                     logger.debug("\(taken) events processed")
-                    try deliver(run: run, connection: database, summary: &summary)
+                    healthy = try deliver(run: run, connection: database, summary: &summary)
                 }
-                // A service never ends: its metrics say it is alive and well every 15 s (last success: now).
-                if lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
+                // A service never ends: its metrics say it is alive every 15 s, and well (last success: now)
+                // while its last delivery went through; a provider that stopped it shows at once.
+                if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
                     run.measureBacklog()
-                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "running", succeeded: true)
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: healthy ? "running" : "degraded", succeeded: healthy)
                     lastMetrics = ContinuousClock.now
+                    publishedHealthy = healthy
                 }
                 if lastPrune.map({ ContinuousClock.now - $0 > .seconds(600) }) ?? true {
                     try prune(database, logger: logger)
@@ -129,13 +134,16 @@ public struct EventNotifyRunner {
         }
     }
 
-    private func deliver(run: JobRun, connection: Connection, summary: inout ScenarioSummary) throws {
-        guard let delivery, let result = try delivery.deliver(runID: run.runID!, connection: connection, logger: run.logger) else { return }
+    /// Delivers what the batch recorded; false when a provider could not be used (its deliveries wait).
+    private func deliver(run: JobRun, connection: Connection, summary: inout ScenarioSummary) throws -> Bool {
+        guard let delivery, let result = try delivery.deliver(runID: run.runID!, connection: connection, logger: run.logger) else { return true }
         summary.push = result.json
         if result.status != .ok {
             run.logger.error("\(result.sentence): deliveries stay pending for push-deliver")
             run.degrade(result.status, result.sentence)
+            return false
         }
+        return true
     }
 
     /// Deletes processed events older than the retention, 10,000 at a time (short transactions, no long locks).

@@ -202,6 +202,40 @@ import TestSupport
         #expect(result.summary?["outcome"] as? String == "stopped")
     }
 
+    /// The service's metrics say "last success: now" every 15 s only while its pushes go through: once a
+    /// provider stops it (APNs refuses our key: 78), they say so at once and the success stops advancing,
+    /// so the README's alert fires.
+    @Test func theServicesMetricsStopSayingSuccessOnceAProviderStopsIt() throws {
+        let push = try PushEnvironment()
+        push.server.inject(.invalidProviderToken, count: 100)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try coordinator("Linda", of: kari)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+        var environment = push.variables
+        environment["METRICS_DIR"] = directory.path
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
+                                              environment: environment)
+        defer { kill(running.pid, SIGKILL) }
+        func metric(_ name: String) -> Double? {
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+            return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        var deadline = Date().addingTimeInterval(10)
+        while metric("last_success_timestamp_seconds") == nil && Date() < deadline { usleep(20_000) }
+        let aliveAndWell = try #require(metric("last_success_timestamp_seconds"), "the first heartbeat")
+        #expect(metric("last_run_exit_code") == 0)
+        usleep(1_100_000) // a later success would show a later second
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        deadline = Date().addingTimeInterval(10)
+        while metric("last_run_exit_code") != 78 && Date() < deadline { usleep(20_000) }
+        #expect(metric("last_run_exit_code") == 78, "published when the provider stopped it, not 15 s later")
+        #expect(metric("last_success_timestamp_seconds") == aliveAndWell, "no success claimed after it")
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        #expect(text.contains(#"outcome="degraded""#), "\(text)")
+    }
+
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
