@@ -55,6 +55,11 @@ final class ConnectionContext: @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
+    /// Advertises `limit` if it is more than the current one (never narrows a connection another service widened).
+    func widenMaxConcurrentStreams(to limit: Int) {
+        if limit > advertisedMaxConcurrentStreams { advertiseMaxConcurrentStreams(limit) }
+    }
+
     /// The client acknowledged the oldest SETTINGS frame it had not acknowledged yet (they are answered in order).
     func settingsAcknowledged() {
         unacknowledgedSettings = max(0, unacknowledgedSettings - 1)

@@ -10,7 +10,9 @@ extension FakePushCore {
     ]
 
     func handleOAuth(_ request: FakeRequest) -> HandlerOutcome {
-        HandlerOutcome(response: oauthResponse(request))
+        // Google's token endpoint allows about as many streams as FCM: widen a connection still at its start.
+        request.connection.widenMaxConcurrentStreams(to: configuration.fcmMaxConcurrentStreams)
+        return HandlerOutcome(response: oauthResponse(request))
     }
 
     private func oauthResponse(_ request: FakeRequest) -> FakeResponse {

@@ -34,6 +34,8 @@ struct FakePushCommand: ParsableCommand {
     @Flag(name: .customLong("no-record"), help: "Count requests without keeping them (benchmarks).") var noRecord = false
     @Option(help: ArgumentHelp("Answer every APNs and FCM request after this many milliseconds (a real provider's round trip).", valueName: "ms"))
     var latency: Double = 0
+    @Option(name: .customLong("initial-streams"), help: ArgumentHelp("SETTINGS_MAX_CONCURRENT_STREAMS of a new connection until its first request shows the service: 1 as APNs (default), or 'widest' for clients that cannot start with one stream (h2load in benchmarks).", valueName: "n|widest"))
+    var initialStreams = "1"
     @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
     var printPushes = false
 
@@ -108,6 +110,13 @@ struct FakePushCommand: ParsableCommand {
         configuration.recordRequests = !noRecord
         guard latency >= 0 && latency <= 60_000 else { throw ValidationError("--latency must be from 0 to 60000 ms") }
         configuration.responseLatency = latency / 1000
+        if initialStreams == "widest" {
+            configuration.initialMaxConcurrentStreams = nil
+        } else if let n = Int(initialStreams), (1...10_000).contains(n) {
+            configuration.initialMaxConcurrentStreams = n
+        } else {
+            throw ValidationError("--initial-streams must be a number from 1 to 10000, or widest")
+        }
         if printPushes {
             configuration.onAccepted = { push in
                 FileHandle.standardOutput.write(Data((push.displayLine + "\n").utf8))

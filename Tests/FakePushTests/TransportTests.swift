@@ -36,10 +36,25 @@ import TestSupport
         #expect(receivedStreamLimits(output) == [1, 1000])
     }
 
-    @Test func fcmConnectionsAreLoweredTo100Streams() throws {
+    @Test func fcmConnectionsStartAtOneStreamLikeAPNsAndAreWidenedTo100() throws {
         let harness = try Harness()
         let output = try nghttp(harness, path: "/v1/projects/\(Harness.project)/messages:send", headers: ["authorization: Bearer x"])
-        #expect(receivedStreamLimits(output) == [1000, 100])
+        #expect(receivedStreamLimits(output) == [1, 100])
+    }
+
+    /// By default a new connection allows one stream, as APNs does until a valid provider token: the fake is
+    /// as strict as the strictest service it stands for, unless a benchmark asks for the widest start.
+    @Test func byDefaultANewConnectionAllowsOneStreamUntilAValidProviderToken() throws {
+        let harness = try Harness()
+        let output = try nghttp(harness, path: "/3/device/\(Tokens.apns())", headers: [
+            "authorization: bearer \(try harness.apnsJWT())", "apns-topic: \(Harness.topic)",
+        ])
+        #expect(receivedStreamLimits(output) == [1, 1000])
+        let wide = try Harness { $0.initialMaxConcurrentStreams = nil }
+        let widest = try nghttp(wide, path: "/3/device/\(Tokens.apns())", headers: [
+            "authorization: bearer \(try wide.apnsJWT())", "apns-topic: \(Harness.topic)",
+        ])
+        #expect(receivedStreamLimits(widest).first == 1000)
     }
 
     @Test func apnsGoawayCarriesTheShutdownReason() throws {
