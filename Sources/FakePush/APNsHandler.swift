@@ -86,6 +86,8 @@ extension FakePushCore {
             if current.token != jwt {
                 // One team per connection; a new token no sooner than the refresh floor.
                 if current.verified.teamID != verified.teamID { return fail(403, "InvalidProviderToken", issuedAt: issuedAt) }
+                // One key per connection (fact sheet §1.5: "open a new connection" for another key).
+                if current.verified.keyID != verified.keyID { return fail(403, "UnrelatedKeyIdInToken", issuedAt: issuedAt) }
                 if now.timeIntervalSince(current.firstSeen) < configuration.tokenRefreshFloor {
                     return fail(429, "TooManyProviderTokenUpdates", issuedAt: issuedAt)
                 }
@@ -167,11 +169,10 @@ extension FakePushCore {
             || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             return "BadExpirationDate"
         }
-        if let priority = headers.priority {
-            guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
-            // Apple: "Using priority 10 is an error" for background pushes.
-            if priority == "10" && pushType == "background" { return "BadPriority" }
-        }
+        // Left out, the priority is 10 (fact sheet §1.2); Apple: "Using priority 10 is an error" for background pushes.
+        let priority = headers.priority ?? "10"
+        guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
+        if priority == "10" && pushType == "background" { return "BadPriority" }
         guard let topic = headers.topic else { return "MissingTopic" }
         if let problem = topicProblem(topic, pushType: pushType ?? "alert") { return problem }
         if let collapseID = headers.collapseID, collapseID.utf8.count > 64 { return "BadCollapseId" }

@@ -1,3 +1,4 @@
+import Crypto
 import FakePush
 import Foundation
 import Testing
@@ -70,6 +71,24 @@ import TestSupport
         #expect(recorded[1].jwtIssuedAt != recorded[0].jwtIssuedAt)
     }
 
+    /// A token signed with another key of the same team: APNs wants a connection per key (fact sheet §1.5).
+    @Test func anotherKeyOnOneConnectionGets403UnrelatedKeyIdInToken() throws {
+        let other = P256.Signing.PrivateKey()
+        let harness = try Harness {
+            $0.tokenRefreshFloor = 0
+            $0.apnsKeys.append(APNsKey(keyID: "OTHERKEY01", teamID: Harness.teamID, publicKeyPEM: other.publicKey.pemRepresentation))
+        }
+        let token = Tokens.apns()
+        let responses = try harness.curl([
+            .apns(token, jwt: try harness.apnsJWT(issuedAt: Date().addingTimeInterval(-60))),
+            .apns(token, jwt: try harness.apnsJWT(keyID: "OTHERKEY01", key: other)),
+        ])
+        #expect(responses.map(\.status) == [200, 403])
+        #expect(responses[1].json?["reason"] as? String == "UnrelatedKeyIdInToken")
+        let alone = try harness.curl(.apns(token, jwt: try harness.apnsJWT(keyID: "OTHERKEY01", key: other)))
+        #expect(alone.status == 200, "on a connection of its own")
+    }
+
     @Test func aTokenFromAnotherConnectionDoesNotCountAsAnUpdate() throws {
         let harness = try Harness()
         let token = Tokens.apns()
@@ -101,6 +120,8 @@ import TestSupport
         ([("apns-expiration", "tomorrow"), ("apns-topic", Harness.topic)], "BadExpirationDate"),
         ([("apns-priority", "7"), ("apns-topic", Harness.topic)], "BadPriority"),
         ([("apns-push-type", "background"), ("apns-priority", "10"), ("apns-topic", Harness.topic)], "BadPriority"),
+        // Left out, the priority is 10.
+        ([("apns-push-type", "background"), ("apns-topic", Harness.topic)], "BadPriority"),
         ([("apns-push-type", "alert")], "MissingTopic"),
         ([("apns-push-type", "voip"), ("apns-topic", Harness.topic)], "BadTopic"),
         ([("apns-push-type", "alert"), ("apns-topic", "com.example.other")], "TopicDisallowed"),
