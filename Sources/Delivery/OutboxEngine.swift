@@ -68,7 +68,9 @@ public final class OutboxEngine {
     private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
     /// pushes stood still waiting for a claim made ahead (the sign that claims, not pushes, set the pace).
-    private var timings: (claims: Duration, flushes: Duration, claimWaits: Duration, claimWaitCount: Int) = (.zero, .zero, .zero, 0)
+    private var timings: (claims: Duration, claimWaits: Duration, claimWaitCount: Int) = (.zero, .zero, 0)
+    /// Time spent writing outcomes: the writer's thread writes too, so it is kept apart, under a lock.
+    private let flushTime = Mutex<Duration>(.zero)
 
     public init(connection: Connection, providers: [PushTarget.Provider: any PushProvider], client: HTTP2Client,
                 maxAttempts: Int, lease: TimeInterval = OutboxEngine.defaultLease, logger: Logger) {
@@ -91,6 +93,10 @@ public final class OutboxEngine {
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
     public func run(scope: Scope) throws -> DeliveryReport {
         let scheduleAtStart = ThreadSchedule.current()
+        // The database says which tokens are retired (each claim reads it); this run's own list starts empty, so
+        // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
+        // app registered the token again in between).
+        retiredTokens.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -170,7 +176,7 @@ public final class OutboxEngine {
             logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all\(cpuShare(since: scheduleAtStart))")
         } else {
             report.tokensRetired += try recorder.flush()
-            logger.debug("database time: claims \(timings.claims), outcome writes \(timings.flushes)\(cpuShare(since: scheduleAtStart))")
+            logger.debug("database time: claims \(timings.claims), outcome writes \(flushTime.withLock { $0 })\(cpuShare(since: scheduleAtStart))")
         }
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
@@ -573,7 +579,7 @@ public final class OutboxEngine {
     /// serialization failure: another engine writing the same rows.
     private func flush(_ recorder: OutcomeRecorder) throws -> Int {
         let started = ContinuousClock.now
-        defer { timings.flushes += ContinuousClock.now - started }
+        defer { flushTime.withLock { $0 += ContinuousClock.now - started } }
         var delay = 0.1
         var attempt = 1
         while true {
