@@ -7,7 +7,9 @@ import Postgres
 ///
 /// 1. `decisions` past `decisionsDays` (nothing references a decision).
 /// 2. `notifications` read or deleted and past `inboxDays`, or expired more than `expiredDays` ago, with no
-///    delivery still open (`pending`, `retrying`) and no delivery event younger than the database's floor:
+///    delivery still open (`pending`, `retrying`) and no delivery event younger than the database's floor,
+///    except the records the scenarios' own rules read (``onceEverScenarios``, and each user's latest
+///    inactivity reminder, from which the next one is timed):
 ///    each goes with its deliveries and their events, and the decisions that made it keep their reason and
 ///    dedupe key but lose the link (`notification_id` set to NULL).
 /// 3. `delivery_events` past `eventsDays` (the deliveries stay, with their final state and last error).
@@ -28,11 +30,20 @@ struct PruneRules {
         """
         ((t.read_at IS NOT NULL OR t.deleted_at IS NOT NULL) AND t.created_at < now() - make_interval(days => \(settings.inboxDays))
          OR t.expires_at < now() - make_interval(days => \(settings.expiredDays)))
+        AND split_part(t.dedupe_key, ':', 1) NOT IN (\(sql: PruneRules.onceEverScenarios))
+        AND NOT (t.category = 'inactivity' AND t.created_at = (SELECT max(l.created_at) FROM notifications l
+                                                                WHERE l.user_id = t.user_id AND l.category = 'inactivity'))
         AND NOT EXISTS (SELECT 1 FROM deliveries od WHERE od.notification_id = t.id AND od.state IN ('pending', 'retrying'))
         AND NOT EXISTS (SELECT 1 FROM deliveries yd JOIN delivery_events ye ON ye.delivery_id = yd.id
                          WHERE yd.notification_id = t.id AND ye.at > now() - make_interval(days => \(PruneSettings.eventsFloorDays)))
         """
     }
+
+    /// The scenarios whose "once ever" rule reads their own notifications (by dedupe key): a row of theirs is the
+    /// only record that the thing was said, so it is kept (read or deleted, it stays out of the user's sight).
+    /// Pruning it would let the next run say it again: a follow-up every 30 days, a milestone or an
+    /// honorarium twice, a recomputed impact summary announced again.
+    static let onceEverScenarios: StaticString = "'assignment_follow_up', 'impact_summary', 'milestone', 'honorarium'"
 
     /// Delivery events (alias `e`) past their retention.
     var event: Query { "e.at < now() - make_interval(days => \(settings.eventsDays))" }

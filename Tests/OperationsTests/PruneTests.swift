@@ -237,6 +237,24 @@ import TestSupport
         #expect(recorded.contains(#""decisions": 3"#) || recorded.contains(#""decisions":3"#), "\(recorded)")
     }
 
+    /// What the scenarios' own rules read stays: a once-ever notification (its dedupe key is the only record
+    /// that it was said) and each user's latest inactivity reminder (the next one is timed from it).
+    @Test func theRecordsTheScenariosRulesReadAreKept() throws {
+        let olderReminder = try notification(daysAgo: 100, readDaysAgo: 99)
+        let latestReminder = try notification(daysAgo: 45, readDaysAgo: 40)
+        let followUp: UUID = try f.connection.query("""
+            INSERT INTO notifications (user_id, category, title, body, created_at, read_at, dedupe_key, job_run_id)
+            VALUES (\(user), 'assignment_follow_up', 't', 'b', \(f.daysAgo(45)), \(f.daysAgo(40)), \("assignment_follow_up:" + UUID().uuidString.lowercased()), \(run))
+            RETURNING id
+            """).first!.decode(0)
+        let result = try prune()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try !exists("notifications", olderReminder))
+        #expect(try exists("notifications", latestReminder))
+        #expect(try exists("notifications", followUp))
+        #expect(deleted(result)["notifications"] == 1)
+    }
+
     @Test func settingsComeFromFlagsThenTheEnvironment() throws {
         try decision(daysAgo: 40)
         let kept = try prune(["--dry-run"])

@@ -26,6 +26,24 @@ import TestSupport
         return result
     }
 
+    /// The reminder the mentor read long ago is the record that it was sent: `prune` keeps it, so the
+    /// assignment is not followed up again every time the inbox is tidied.
+    @Test func pruningTheReadInboxDoesNotFollowUpTheSameAssignmentAgain() throws {
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, dispatchedDaysAgo: 12)
+        _ = try run()
+        #expect(try f.inbox(mentor).count == 1)
+        try f.connection.execute("UPDATE notifications SET created_at = created_at - interval '40 days', read_at = now() - interval '35 days'")
+        try f.connection.execute("UPDATE deliveries SET state = 'sent'")
+        try f.connection.execute("DELETE FROM delivery_queue")
+        let pruned = try Jobs.run("prune", [], database: db)
+        #expect(pruned.status == 0, "stderr: \(pruned.stderr)")
+        let again = try run(daysLater: 1)
+        #expect(again.summary?["candidates"] as? Int == 0, "\(again.stdout)")
+        let count: Int = try f.connection.query("SELECT count(*) FROM notifications WHERE category = 'assignment_follow_up'").first!.decode(0)
+        #expect(count == 1)
+    }
+
     @Test func anUnacknowledgedAssignmentIsFollowedUpOnceEverWithALinkToIt() throws {
         let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let assignment = try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per etter operasjonen", dispatchedDaysAgo: 12)
