@@ -26,21 +26,25 @@ public struct FCMRequestBuilder: Sendable {
         ], body: Array(body(message, token: target.token, now: now).utf8), tag: tag)
     }
 
-    /// The JSON body; the notification body is shortened at a character boundary if the message
-    /// would pass 4096 bytes.
+    /// The JSON body; if the message would pass 4096 bytes, the notification body is shortened at a character
+    /// boundary, then the title (an assignment's title can be of any length), as for APNs.
     public func body(_ message: PushMessage, token: String, now: Date) -> String {
         let full = render(message, token: token, now: now)
         if full.utf8.count <= FCMRequestBuilder.maxMessageBytes { return full }
-        let characters = Array(message.body)
-        var low = 0, high = characters.count
-        while low < high {
-            let mid = (low + high + 1) / 2
-            var candidate = message
-            candidate.body = String(characters[..<mid]) + "…"
-            if render(candidate, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes { low = mid } else { high = mid - 1 }
-        }
         var shortened = message
-        shortened.body = String(characters[..<low]) + "…"
+        for field in [\PushMessage.body, \PushMessage.title] {
+            let characters = Array(shortened[keyPath: field])
+            var low = 0, high = characters.count
+            while low < high {
+                let mid = (low + high + 1) / 2
+                var candidate = shortened
+                candidate[keyPath: field] = String(characters[..<mid]) + "…"
+                if render(candidate, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes { low = mid } else { high = mid - 1 }
+            }
+            shortened[keyPath: field] = low == characters.count ? String(characters) : String(characters[..<low]) + "…"
+            let text = render(shortened, token: token, now: now)
+            if text.utf8.count <= FCMRequestBuilder.maxMessageBytes { return text }
+        }
         return render(shortened, token: token, now: now)
     }
 

@@ -20,10 +20,27 @@ public final class GoogleAccessTokens {
         self.clock = clock
     }
 
-    /// A valid access token, fetched if there is none or it is about to expire.
+    /// After a failed fetch, how long `token()` waits before asking the endpoint again: every push asks for a
+    /// token, and a blocking request per push to an endpoint that is down would stall the run.
+    public var quietAfterFailure: TimeInterval = 30
+    private var lastFailure: (at: Date, error: PushOutcomeError)?
+
+    /// A valid access token, fetched if there is none or it is about to expire (if that fails, the current one
+    /// while it still works). Within `quietAfterFailure` of a failed fetch it asks no one.
     public func token() throws(PushOutcomeError) -> String {
-        if let current, current.expiresAt.timeIntervalSince(clock()) > refreshMargin { return current.token }
-        return try fetch()
+        let now = clock()
+        if let current, current.expiresAt.timeIntervalSince(now) > refreshMargin { return current.token }
+        if let failure = lastFailure, now.timeIntervalSince(failure.at) < quietAfterFailure {
+            if let current, current.expiresAt > now { return current.token }
+            throw failure.error
+        }
+        do throws(PushOutcomeError) {
+            return try fetch()
+        } catch {
+            // Fetched early, before it expires: the one in force still serves while the endpoint fails.
+            if let current, current.expiresAt > now { return current.token }
+            throw error
+        }
     }
 
     /// Drops the cached token and fetches a new one (after FCM answered 401).
@@ -33,6 +50,17 @@ public final class GoogleAccessTokens {
     }
 
     private func fetch() throws(PushOutcomeError) -> String {
+        do throws(PushOutcomeError) {
+            let token = try fetchNow()
+            lastFailure = nil
+            return token
+        } catch {
+            lastFailure = (clock(), error)
+            throw error
+        }
+    }
+
+    private func fetchNow() throws(PushOutcomeError) -> String {
         let now = clock()
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + account.assertion(now: now)
         let request = HTTPRequest(url: account.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8))

@@ -49,7 +49,9 @@ public enum APNsOutcome {
         }
         switch (response.status, reason) {
         case (410, _):
+            // A timestamp no APNs would send (before 2015, or more than a day ahead) is no timestamp.
             let since = (json?["timestamp"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) }
+                .flatMap { $0.timeIntervalSince1970 >= 1_420_070_400 && $0.timeIntervalSinceNow <= 86_400 ? $0 : nil }
             return .tokenDead(reason: reason, since: since)
         case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
             return .tokenDead(reason: reason, since: nil)
@@ -156,10 +158,18 @@ public enum FCMOutcome {
     }
 }
 
-/// `Retry-After`: delta seconds or an HTTP-date (RFC 9110 §10.2.3).
+/// `Retry-After`: delta seconds or an HTTP-date (RFC 9110 §10.2.3), at most a day: a provider's answer is
+/// outside input, and a delivery parked for years (or a date past what PostgreSQL stores) helps nobody.
 public enum RetryAfter {
+    public static let longest: TimeInterval = 86_400
+
     public static func parse(_ value: String?, now: Date = Date()) -> TimeInterval? {
+        parseUnbounded(value, now: now).map { min($0, longest) }
+    }
+
+    private static func parseUnbounded(_ value: String?, now: Date) -> TimeInterval? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) { return Int(value).map { TimeInterval(max(0, $0)) } ?? longest }
         if let seconds = Int(value) { return TimeInterval(max(0, seconds)) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -40,7 +40,7 @@ struct PushBenchCommand: ParsableCommand {
             let group = DispatchGroup()
             let share = (count + workers - 1) / workers
             for worker in 0..<workers {
-                let range = (worker * share)..<min(count, (worker + 1) * share)
+                let range = min(count, worker * share)..<min(count, (worker + 1) * share)
                 group.enter()
                 Thread {
                     defer { group.leave() }

@@ -86,4 +86,20 @@ import TestSupport
         #expect(sent.filter { $0.status == 200 }.count == 6)
         #expect(Set(sent.compactMap { $0.header("authorization") }).count == 2, "the old token and one fresh one")
     }
+
+    /// FCM asks for an access token on every push; when the token endpoint fails near the end of the token's
+    /// life, it is asked once, not per push (each ask blocks the run), and the token still in force is used.
+    @Test func aFailingTokenEndpointIsAskedOnceNotOncePerPush() throws {
+        let clock = self.clock
+        let tokens = try GoogleAccessTokens(account: try GoogleServiceAccount(file: push.serviceAccountFile),
+                                            http: HTTP2Client.Configuration(caFile: push.caFile), clock: { clock.now })
+        let first = try tokens.token()
+        clock.advance(56 * 60) // within the five minutes before it expires: time to fetch another
+        push.server.inject(.oauthServerError, count: 1_000)
+        for _ in 0..<50 { #expect(try tokens.token() == first, "the token in force, while the endpoint fails") }
+        #expect(push.server.requests().filter { $0.provider == .oauth }.count == 2, "the first fetch and one failed one")
+        clock.advance(31)
+        _ = try? tokens.token()
+        #expect(push.server.requests().filter { $0.provider == .oauth }.count == 3, "asked again after a quiet spell")
+    }
 }

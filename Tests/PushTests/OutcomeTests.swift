@@ -111,11 +111,25 @@ import Testing
         #expect(fcm(200, #"{"name":"projects/p/messages/123"}"#) == .delivered(messageID: "projects/p/messages/123"))
     }
 
+    /// A 410 timestamp no APNs would send is no timestamp (it used to reach the database as a date past its range).
+    @Test func anAbsurd410TimestampIsIgnored() {
+        for stamp in ["1e22", "-5000000000000", "99999999999999999"] {
+            guard case .tokenDead(_, let since) = apns(410, #"{"reason":"Unregistered","timestamp":\#(stamp)}"#) else {
+                Issue.record("\(stamp): not tokenDead"); continue
+            }
+            #expect(since == nil, "\(stamp)")
+        }
+    }
+
     @Test func retryAfterHonoursSecondsAndHTTPDates() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(RetryAfter.parse("120", now: now) == 120)
         #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:15:20 GMT", now: now) == 120)
         #expect(RetryAfter.parse("soon", now: now) == nil)
+        // Outside input: at most a day, however large (a year, or more digits than an integer holds).
+        #expect(RetryAfter.parse("9300000000000", now: now) == 86_400)
+        #expect(RetryAfter.parse("99999999999999999999999", now: now) == 86_400)
+        #expect(RetryAfter.parse("Fri, 01 Jan 9999 00:00:00 GMT", now: now) == 86_400)
         guard case .retry(let after, _) = apns(503, #"{"reason":"ServiceUnavailable"}"#, headers: [("retry-after", "42")]) else {
             Issue.record("not a retry")
             return

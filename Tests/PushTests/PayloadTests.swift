@@ -73,6 +73,19 @@ import Testing
         #expect(headers["authorization"] == "bearer jwt")
     }
 
+    /// A title of any length (an assignment's, from a coordinator) is shortened for FCM too, instead of the
+    /// message going out over 4096 bytes and being refused.
+    @Test func fcmShortensALongTitleToo() throws {
+        var m = message(body: "Hei")
+        m.title = String(repeating: "Å", count: 6000)
+        let body = FCMRequestBuilder(projectID: "demo-project").body(m, token: "tok", now: Date())
+        #expect(body.utf8.count <= 4096)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        let notification = ((json["message"] as? [String: Any])?["notification"] as? [String: Any])
+        #expect((notification?["title"] as? String)?.hasSuffix("…") == true)
+        #expect(notification?["body"] as? String == "…" || notification?["body"] as? String == "Hei")
+    }
+
     /// A notification without an expiry is stored by APNs for a phone that is offline: no `apns-expiration`
     /// (`0` would tell APNs to try once and drop it, as `ttl` left out lets FCM keep it for four weeks).
     @Test func apnsKeepsAPushWithoutExpiryForAnOfflinePhone() throws {
