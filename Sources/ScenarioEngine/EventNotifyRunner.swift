@@ -84,15 +84,27 @@ public struct EventNotifyRunner {
                     if reconnectDelay > 1 { logger.notice("reconnected to the database; catching up from the events table") }
                     reconnectDelay = 1
                 }
-                // Drain: a batch per transaction, each pushed right after its commit.
+                // Drain: a batch per transaction, each pushed right after its commit. A drain that took events
+                // says whether all went well; one that found none leaves the last word as it was.
+                var drained = false
+                var drainHealthy = true
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
+                    let invalidBefore = summary.invalidOrganizations
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
+                    if summary.invalidOrganizations > invalidBefore {
+                        // Their events went without a decision (see the log): a configuration problem to show, as
+                        // the scheduled jobs show it (78), in the exit code and the metrics.
+                        run.degrade(.config, "events of \(summary.invalidOrganizations - invalidBefore) organization(s) with invalid settings were passed over (see the log)")
+                        drainHealthy = false
+                    }
                     if taken == 0 { break }
+                    drained = true
                     events += taken
                     logger.debug("\(taken) events processed")
-                    healthy = try deliver(run: run, connection: database, summary: &summary)
+                    if try !deliver(run: run, connection: database, summary: &summary) { drainHealthy = false }
                 }
+                if drained || !drainHealthy { healthy = drainHealthy }
                 // A service never ends: its metrics say it is alive every 15 s, and well (last success: now)
                 // while its last delivery went through; a provider that stopped it shows at once.
                 if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {

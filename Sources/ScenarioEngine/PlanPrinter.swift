@@ -45,12 +45,12 @@ public struct PlanPrinter {
 
     private func printText(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
         var who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(PlanPrinter.printable(organization)))"
-        if let subject, !subject.hasPrefix("stretch:") { who += " about \(subject)" }
+        if let subject, !subject.hasPrefix("stretch:") { who += " about \(PlanPrinter.printable(subject))" }
         switch decision {
         case .notify(let draft):
             let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
             var push = ""
-            if let inboxOnly = draft.inboxOnly { push = "; \(inboxOnly.detail)" }
+            if let inboxOnly = draft.inboxOnly { push = "; \(PlanPrinter.printable(inboxOnly.detail))" }
             else if let deliverAt = draft.deliverAt, recipient.activeDevices > 0 { push = "; DEFER the push until \(Timestamp.iso8601(deliverAt)) (quiet hours)" }
             if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot {
                 push += slot.takenWhenPlanned.map { $0 >= slot.cap
@@ -59,7 +59,7 @@ public struct PlanPrinter {
             }
             if !draft.inInbox && draft.inboxOnly == nil && recipient.activeDevices > 0 { push += "; push only: not listed in the inbox" }
             if draft.critical { push += "; critical: time-sensitive" }
-            emit("NOTIFY  \(who): \(draft.why); \(devices)\(push)")
+            emit("NOTIFY  \(who): \(PlanPrinter.printable(draft.why)); \(devices)\(push)")
             emit("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
             emit("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
         case .suppress(let reason, let detail):
@@ -102,14 +102,21 @@ public struct PlanPrinter {
     }
 
     /// Text safe for a terminal: control characters (newlines, escape sequences) shown as `\u{…}`.
+    /// U+200E/F marks, U+202A–U+202E embeddings and overrides, U+2066–U+2069 isolates.
+    static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
+
     static func printable(_ text: String) -> String {
-        // Fast path on bytes: C0 controls, DEL, and the C1 controls (UTF-8 lead byte 0xC2 followed by 0x80–0x9F).
+        // Fast path on bytes: C0 controls, DEL, the C1 controls (UTF-8 lead byte 0xC2 followed by 0x80–0x9F),
+        // and the bidirectional controls (lead byte 0xE2), which can make a line read as something else.
         let bytes = text.utf8
-        guard bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return text }
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        guard bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else { return text }
+        func hidden(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.properties.generalCategory == .control || bidiControls.contains(scalar.value)
+        }
+        guard text.unicodeScalars.contains(where: hidden) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
-            if scalar.properties.generalCategory == .control {
+            if hidden(scalar) {
                 out += "\\u{" + String(scalar.value, radix: 16) + "}"
             } else {
                 out.unicodeScalars.append(scalar)

@@ -44,6 +44,17 @@ import TestSupport
         #expect(count == 1)
     }
 
+    /// A coordinator's title is outside input: in the on-call engineer's dry-run plan it cannot clear the
+    /// terminal, start a forged plan line, or reverse the text after it.
+    @Test func aHostileTitleCannotForgeOrHideLinesOfTheDryRunPlan() throws {
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "a\u{1b}[2Jb\nSKIP    forged\u{202E}txet", dispatchedDaysAgo: 12)
+        let plan = try run(["--dry-run"])
+        #expect(!plan.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x202E }, "\(plan.stdout)")
+        #expect(!plan.stdout.split(separator: "\n").contains { $0.hasPrefix("SKIP    forged") }, "\(plan.stdout)")
+        #expect(plan.stdout.contains("\\u{1b}[2Jb\\u{a}SKIP"), "shown escaped: \(plan.stdout)")
+    }
+
     @Test func anUnacknowledgedAssignmentIsFollowedUpOnceEverWithALinkToIt() throws {
         let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let assignment = try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per etter operasjonen", dispatchedDaysAgo: 12)

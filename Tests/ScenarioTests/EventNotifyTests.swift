@@ -236,6 +236,19 @@ import TestSupport
         #expect(text.contains(#"outcome="degraded""#), "\(text)")
     }
 
+    /// An organization whose settings were written invalid before validation: its events are passed over
+    /// (logged), and the run says so with 78, as the scheduled jobs do, instead of exiting 0.
+    @Test func eventsOfAnOrganizationWithInvalidSettingsEndTheRunWith78() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try coordinator("Linda", of: kari)
+        try f.ruleWrittenBeforeValidation(org, scenario: "availability_change", settings: #"{"notify_coordinatorz": true}"#)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("notify_coordinatorz"), "\(result.stderr)")
+        #expect(result.summary?["invalid_organizations"] as? Int == 1, "\(result.stdout)")
+    }
+
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
