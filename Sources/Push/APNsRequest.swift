@@ -57,21 +57,8 @@ public struct APNsRequestBuilder: Sendable {
     public static func payloadBytes(_ message: PushMessage) -> [UInt8] {
         let full = render(message, title: message.title, body: message.body)
         if full.count <= maxPayloadBytes { return full }
-        var shortened = message
-        // Shorten the body first, then the title, each by binary search over whole characters.
-        for field in [\PushMessage.body, \PushMessage.title] {
-            let characters = Array(shortened[keyPath: field])
-            var low = 0, high = characters.count
-            while low < high {
-                let mid = (low + high + 1) / 2
-                var candidate = shortened
-                candidate[keyPath: field] = String(characters[..<mid]) + "…"
-                if render(candidate, title: candidate.title, body: candidate.body).count <= maxPayloadBytes { low = mid } else { high = mid - 1 }
-            }
-            shortened[keyPath: field] = low == characters.count ? String(characters) : String(characters[..<low]) + "…"
-            let text = render(shortened, title: shortened.title, body: shortened.body)
-            if text.count <= maxPayloadBytes { return text }
-        }
+        var (shortened, fits) = message.shortened { render($0, title: $0.title, body: $0.body).count <= maxPayloadBytes }
+        if fits { return render(shortened, title: shortened.title, body: shortened.body) }
         // Only the custom data can still be too big: send the alert without it.
         shortened.data = []
         return render(shortened, title: shortened.title, body: shortened.body)

@@ -31,21 +31,8 @@ public struct FCMRequestBuilder: Sendable {
     public func body(_ message: PushMessage, token: String, now: Date) -> String {
         let full = render(message, token: token, now: now)
         if full.utf8.count <= FCMRequestBuilder.maxMessageBytes { return full }
-        var shortened = message
-        for field in [\PushMessage.body, \PushMessage.title] {
-            let characters = Array(shortened[keyPath: field])
-            var low = 0, high = characters.count
-            while low < high {
-                let mid = (low + high + 1) / 2
-                var candidate = shortened
-                candidate[keyPath: field] = String(characters[..<mid]) + "…"
-                if render(candidate, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes { low = mid } else { high = mid - 1 }
-            }
-            shortened[keyPath: field] = low == characters.count ? String(characters) : String(characters[..<low]) + "…"
-            let text = render(shortened, token: token, now: now)
-            if text.utf8.count <= FCMRequestBuilder.maxMessageBytes { return text }
-        }
-        return render(shortened, token: token, now: now)
+        let shortened = message.shortened { render($0, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes }
+        return render(shortened.message, token: token, now: now)
     }
 
     private func render(_ message: PushMessage, token: String, now: Date) -> String {
