@@ -60,6 +60,9 @@ public final class OutboxEngine {
     private var confirmed = Set<SuspectKey>()
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
+    /// Endpoints this run could not connect to, by provider and environment (APNs's production and sandbox
+    /// are two hosts: one that cannot be reached stops only its own pushes), with the reason.
+    private var unreachable: [SuspectKey: String] = [:]
     /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
@@ -97,6 +100,7 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
+        unreachable.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -124,7 +128,7 @@ public final class OutboxEngine {
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
                 }
                 let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable)
+                batch = try claim(scope: scope, providers: usable, excluding: Set(unreachable.keys))
                 timings.claims += ContinuousClock.now - claimStarted
             }
             if batch.isEmpty { break }
@@ -216,6 +220,15 @@ public final class OutboxEngine {
 
     static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
 
+    /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are unreachable
+    /// stops for the run.
+    static func endpoints(of provider: PushTarget.Provider) -> [SuspectKey] {
+        switch provider {
+        case .apns: [PushTarget.APNsEnvironment.production, .sandbox].map { SuspectKey(provider: .apns, environment: $0) }
+        case .fcm, .webpush, .expo: [SuspectKey(provider: provider, environment: nil)]
+        }
+    }
+
     /// Retires the token and settles the delivery as failed. `sent`: the push went out (an attempt counts).
     private func retire(_ claimed: Claimed, reason: String, status: Int?, since: Date?, sent: Bool = true,
                         recorder: OutcomeRecorder, report: inout DeliveryReport) {
@@ -267,31 +280,47 @@ public final class OutboxEngine {
     /// An outcome buffer for the connection that will write it.
     func makeRecorder() -> OutcomeRecorder { OutcomeRecorder(connection: writer?.connection ?? connection) }
 
-    func claim(scope: Scope, providers: Set<PushTarget.Provider>, on connection: Connection? = nil) throws -> [Claimed] {
+    /// Claims the next batch of due deliveries to `providers`, none to an endpoint in `excluding` (one this
+    /// run could not reach: its deliveries stay due for the next run, and are not claimed again and again).
+    func claim(scope: Scope, providers: Set<PushTarget.Provider>, excluding: Set<SuspectKey> = [],
+               on connection: Connection? = nil) throws -> [Claimed] {
         let connection = connection ?? self.connection
         // `http(_:lease:)` keeps the request timeout at most half the lease: half of it is for starting.
         let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
         // The one job run's deliveries, or every due one (then from the queue alone: it carries the
-        // provider, and the scope has nothing to filter elsewhere).
+        // provider, and the scope has nothing to filter elsewhere), unless an endpoint is to be left out:
+        // then the token says which endpoint a delivery goes to ('apns/sandbox', as `SuspectKey` writes it).
+        let skipped = PostgresArray(excluding.map(\.description).sorted())
         let due: Query = runID.map { runID in
             """
             SELECT q.ctid FROM delivery_queue q
               JOIN deliveries d ON d.id = q.delivery_id
               JOIN notifications n ON n.id = d.notification_id
+              JOIN device_tokens t ON t.id = d.device_token_id
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
+               AND t.provider || '/' || coalesce(t.apns_environment, '-') <> ALL(\(skipped)::text[])
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED
             """
-        } ?? """
+        } ?? (excluding.isEmpty ? """
             SELECT q.ctid FROM delivery_queue q
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED
-            """
+            """ : """
+            SELECT q.ctid FROM delivery_queue q
+              JOIN deliveries d ON d.id = q.delivery_id
+              JOIN device_tokens t ON t.id = d.device_token_id
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
+               AND t.provider || '/' || coalesce(t.apns_environment, '-') <> ALL(\(skipped)::text[])
+             ORDER BY q.next_attempt_at
+             LIMIT \(batchSize)
+             FOR UPDATE OF q SKIP LOCKED
+            """)
         // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
         let presentations = try self.presentations(on: connection)
         // `q.ctid = ANY(ARRAY(…))` makes the update go straight to the rows the claim locked (a locked row
@@ -400,7 +429,10 @@ public final class OutboxEngine {
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
-                    writer.requestClaim { [unowned self] in try self.claim(scope: scope, providers: providers, on: writer.claimConnection) }
+                    let excluding = Set(unreachable.keys)
+                    writer.requestClaim { [unowned self] in
+                        try self.claim(scope: scope, providers: providers, excluding: excluding, on: writer.claimConnection)
+                    }
                 }
             }
             while failure == nil {
@@ -411,7 +443,8 @@ public final class OutboxEngine {
                     if waitingForClaimSince == nil, writer?.isClaiming == true { waitingForClaimSince = ContinuousClock.now }
                     return nil
                 }
-                guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider] else {
+                guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider],
+                      unreachable[OutboxEngine.suspectKey(claimed.target)] == nil else {
                     recorder.release(claimed)
                     report.held += 1
                     continue
@@ -439,6 +472,13 @@ public final class OutboxEngine {
             guard let claimed = inFlight.removeValue(forKey: request.tag), let provider = providers[claimed.target.provider] else { return }
             let status = (try? result.get())?.status
             var outcome = provider.classify(result)
+            if case .reauthenticate = outcome, !live.contains(claimed.target.provider) {
+                // The provider already stopped for the run (its fresh credentials could not be had): the rest
+                // of the window's 401s wait for the next run, with no credentials asked for again.
+                recorder.release(claimed)
+                report.held += 1
+                return
+            }
             if case .reauthenticate(let reason) = outcome {
                 // Sent with a credential already replaced (many were in flight when the first such answer
                 // came): send again with the new one; else get a fresh one (once per delivery).
@@ -514,14 +554,29 @@ public final class OutboxEngine {
             case .rejected(let reason):
                 recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)
                 report.count(.dead, claimed.target.provider)
-            case .credentialsBroken(let reason), .unreachable(let reason):
-                // The provider stops for the run (78 for our setup, 69 for one we cannot reach); the push
-                // waits, no attempt counted.
+            case .credentialsBroken(let reason):
+                // Our setup: the provider stops for the run (78); the push waits, no attempt counted.
                 if live.contains(claimed.target.provider) {
                     live.remove(claimed.target.provider)
-                    if case .unreachable = outcome { report.unavailableProviders[provider.name] = reason }
-                    else { report.brokenProviders[provider.name] = reason }
+                    report.brokenProviders[provider.name] = reason
                     logger.error("\(provider.name): stopping: \(reason)")
+                }
+                recorder.release(claimed)
+                report.held += 1
+            case .unreachable(let reason):
+                // No connection to this endpoint: its pushes stop for the run (69), the others of the provider
+                // go on (APNs's sandbox host down is no reason to hold production's pushes); the push waits,
+                // no attempt counted, due at once for the next run.
+                let key = OutboxEngine.suspectKey(claimed.target)
+                if live.contains(claimed.target.provider) && unreachable[key] == nil {
+                    unreachable[key] = reason
+                    report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? reason
+                    if OutboxEngine.endpoints(of: key.provider).allSatisfy({ unreachable[$0] != nil }) {
+                        live.remove(key.provider)
+                        logger.error("\(provider.name): stopping: \(reason)")
+                    } else {
+                        logger.error("\(key): stopping the pushes to this endpoint: \(reason)")
+                    }
                 }
                 recorder.release(claimed)
                 report.held += 1

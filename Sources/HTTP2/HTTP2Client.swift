@@ -195,9 +195,10 @@ public final class HTTP2Client {
             switch code {
             case CURLE_OPERATION_TIMEDOUT:
                 return .failure(HTTPTransportError(.timeout, "\(HTTP2Client.origin(url)): timed out: \(detail)"))
-            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION,
-                 CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_SSL_CONNECT_ERROR:
                 return .failure(HTTPTransportError(.connect, "\(HTTP2Client.origin(url)): cannot connect: \(detail)"))
+            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+                return .failure(HTTPTransportError(.untrusted, "\(HTTP2Client.origin(url)): TLS refused: \(detail) (check PUSH_CA_FILE, or a proxy that intercepts TLS)"))
             default:
                 return .failure(HTTPTransportError(.broken, "\(HTTP2Client.origin(url)): \(detail) (curl \(code.rawValue))"))
             }

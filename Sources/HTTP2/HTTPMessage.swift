@@ -41,8 +41,11 @@ public struct HTTPResponse: Sendable {
 /// A request that got no HTTP answer.
 public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
-        /// Could not connect, or TLS failed (including certificate verification).
+        /// Could not connect (name lookup, refused, the TLS handshake broke off).
         case connect
+        /// TLS refused what we gave it: the CA file cannot be read, or the server's certificate is not
+        /// trusted by it (our setting, or a proxy that intercepts TLS), so trying again cannot help.
+        case untrusted
         /// The connect or request timeout passed.
         case timeout
         /// The server does not speak HTTP/2 (APNs refuses HTTP/1.1; so do we).

@@ -47,6 +47,10 @@ extension JobFailure {
                 self.init(.tempFail, "\(error) (statement timeout: raise --statement-timeout or try again later)")
             case .server(let server) where [SQLState.serializationFailure, SQLState.deadlockDetected, SQLState.lockNotAvailable].contains(server.sqlState):
                 self.init(.tempFail, "\(error) (another transaction was in the way: try again)")
+            case .server(let server) where server.sqlState == SQLState.insufficientPrivilege && server.message.hasPrefix("delivery_events"):
+                // Our own guard (migrations 0002, 0007: the event log is append-only), not a missing grant: a
+                // statement that should never have been made.
+                self.init(.software, "\(error)")
             case .server(let server) where server.sqlState == SQLState.insufficientPrivilege:
                 self.init(.noPermission, "\(error) (the database role lacks a privilege it needs: grant it, or run the job as the role that owns the tables)")
             case .server(let server) where server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P"):

@@ -83,11 +83,13 @@ public final class JobRun {
         }
     }
 
-    /// Marks the run as not fully done: `status` unless a worse one was already set.
+    /// Marks the run as not fully done: `status` unless a worse one was already set. A message the run
+    /// already holds is not added again (a service degraded the same way batch after batch says it once).
     public func degrade(_ status: ExitStatus, _ message: String) {
         if self.status == .ok { self.status = status }
         if outcome == "ok" { outcome = "partial" }
-        self.message = self.message.map { $0 + "; " + message } ?? message
+        guard let held = self.message else { self.message = message; return }
+        if !held.components(separatedBy: "; ").contains(message) { self.message = held + "; " + message }
     }
 
     func fail(_ failure: JobFailure) {

@@ -43,9 +43,12 @@ public final class GoogleAccessTokens {
         }
     }
 
-    /// Drops the cached token and fetches a new one (after FCM answered 401).
+    /// Drops the cached token and fetches a new one (after FCM answered 401). Within `quietAfterFailure` of a
+    /// failed fetch it asks no one and throws that failure again: a window of 401s must not turn into a
+    /// blocking request each to an endpoint that just failed.
     public func refresh() throws(PushOutcomeError) -> String {
         current = nil
+        if let failure = lastFailure, clock().timeIntervalSince(failure.at) < quietAfterFailure { throw failure.error }
         return try fetch()
     }
 

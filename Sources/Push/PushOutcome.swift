@@ -85,7 +85,7 @@ public enum APNsOutcome {
 
     static func transport(_ error: HTTPTransportError) -> PushOutcome {
         switch error.kind {
-        case .notHTTP2: return .credentialsBroken(reason: error.message)
+        case .notHTTP2, .untrusted: return .credentialsBroken(reason: error.message)
         case .connect: return .unreachable(reason: error.message)
         case .timeout, .broken: return .retry(after: nil, reason: error.message)
         }

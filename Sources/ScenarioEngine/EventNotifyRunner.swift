@@ -95,7 +95,7 @@ public struct EventNotifyRunner {
                     if summary.invalidOrganizations > invalidBefore {
                         // Their events went without a decision (see the log): a configuration problem to show, as
                         // the scheduled jobs show it (78), in the exit code and the metrics.
-                        run.degrade(.config, "events of \(summary.invalidOrganizations - invalidBefore) organization(s) with invalid settings were passed over (see the log)")
+                        run.degrade(.config, "events of organizations with invalid settings were passed over (see the log)")
                         drainHealthy = false
                     }
                     if taken == 0 { break }

@@ -75,7 +75,10 @@ extension EventScenario {
         var options = JobOptions()
         options.dryRun = printer != nil
         let runner = ScenarioRunner(self, options: options, policies: policies)
-        let (rules, invalid) = try RuleLoader.load(self, only: [], from: connection)
+        // Only the events' own organizations: another's invalid settings pass over none of these events.
+        let organizations = try events.organizations(kinds: eventKinds, on: connection)
+        if organizations.isEmpty { return }
+        let (rules, invalid) = try RuleLoader.load(self, only: organizations, from: connection)
         for failure in invalid { logger.error("\(failure.message) (its events are marked processed without a decision)") }
         summary.invalidOrganizations += invalid.count
         let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category, now: now)

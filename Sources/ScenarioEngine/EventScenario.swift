@@ -33,4 +33,13 @@ public struct EventSelection {
     public static func claimed(_ ids: [Int]) -> EventSelection {
         EventSelection(condition: "e.id = ANY(\(PostgresArray(ids))::bigint[])")
     }
+
+    /// The organizations of the selected events of `kinds` (their mentors'): the only ones whose rules
+    /// the events need, and whose invalid settings they can be passed over for.
+    func organizations(kinds: [String], on connection: Connection) throws -> [UUID] {
+        try connection.query("""
+            SELECT DISTINCT u.organization_id FROM events e JOIN users u ON u.id = e.mentor_id
+             WHERE \(condition) AND e.kind = ANY(\(PostgresArray(kinds))::text[])
+            """).map { try $0.decode(0) }
+    }
 }

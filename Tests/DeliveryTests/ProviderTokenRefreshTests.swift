@@ -75,8 +75,15 @@ import TestSupport
         // together with that token and all five are told it expired.
         push.server.inject(.slow(seconds: 1), count: 1)
         push.server.inject(.expiredProviderToken, count: 5)
+        // The clock moves once the fake has taken in the first push (with its token, minted before): its answer
+        // is a second away. (A timer instead raced a claim slowed by a busy machine.)
         let clock = self.clock
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.4) { clock.advance(25 * 60) }
+        let server = push.server
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(20)
+            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
+            clock.advance(25 * 60)
+        }
         let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "one fresh token serves all: \(report.brokenProviders)")

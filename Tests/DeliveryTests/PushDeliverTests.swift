@@ -656,6 +656,50 @@ import TestSupport
         #expect(try states() == ["sent": 3])
     }
 
+    /// APNs's sandbox and production are two hosts. A developer's sandbox token whose host cannot be reached
+    /// (a firewall that lets only production through) stops only the sandbox pushes: production's go out in
+    /// the same run, and the sandbox push, first in line every time, waits without an attempt instead of
+    /// stopping APNs for every run.
+    @Test func anUnreachableSandboxHostStopsOnlyTheSandboxPushes() throws {
+        // The sandbox push first in line (its row first in the table, and due first), then 40 production ones.
+        let org = try f.organization("Dev")
+        let developer = try f.mentor(org, "Developer", lastActivityDaysAgo: 20, devices: 0)
+        let sandbox = try f.device(developer, provider: "apns", environment: "sandbox")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
+        try f.makeDue(where: "d.device_token_id = \(sandbox.id)", secondsAgo: 60)
+        var environment = push.variables
+        environment["APNS_SANDBOX_ENDPOINT"] = "https://127.0.0.1:1" // nothing listens there
+        environment["PUSH_CONCURRENCY"] = "1" // one at a time: the production pushes start after the sandbox one failed
+        for run in 1...2 {
+            let result = try Jobs.pushDeliver(db, environment: environment)
+            #expect(result.status == 69, "run \(run): \(result.stderr)")
+            #expect(result.stderr.contains("apns/sandbox") && result.stderr.contains("cannot connect"), "\(result.stderr)")
+            #expect(try states() == ["sent": 40, "pending": 1], "run \(run)")
+            let waiting = try delivery(token: sandbox.token)
+            #expect(waiting.state == "pending" && waiting.attempts == 0, "run \(run): \(waiting)")
+            #expect(waiting.nextIn <= 0, "due again at once: \(waiting)")
+        }
+        #expect(pushes(.apns).count == 40, "each production push sent once")
+    }
+
+    /// A CA file that is not one, or one that does not trust the provider's certificate, is our setting: 78
+    /// naming PUSH_CA_FILE, not 69 (a wrapper would retry it forever), and no attempt is burned.
+    @Test func aCAFileThatCannotVerifyTheProviderIsAConfigurationProblem() throws {
+        _ = try pendingNotifications([("A", 1)])
+        let garbage = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-ca-\(UUID().uuidString).pem")
+        try "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n".write(to: garbage, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: garbage) }
+        var environment = push.variables
+        environment["PUSH_CA_FILE"] = garbage.path
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("PUSH_CA_FILE"), "\(result.stderr)")
+        #expect(try states() == ["pending": 1])
+        #expect(try delivery(token: try #require(try f.connection.query("SELECT token FROM device_tokens").first).decode(0)).attempts == 0)
+        #expect(push.server.requests().isEmpty)
+    }
+
     /// FCM answers 401 and the token endpoint is down when a fresh access token is asked for: FCM is
     /// unavailable for now (69), not misconfigured (78), and the delivery waits without an attempt.
     @Test func anFCM401WhileTheTokenEndpointIsDownIsUnavailableNotMisconfigured() throws {
@@ -671,6 +715,26 @@ import TestSupport
         #expect(fcm.state == "pending")
         #expect(fcm.attempts == 0)
         #expect(try delivery(token: made[0].devices[0].token).state == "sent", "APNs is unaffected")
+    }
+
+    /// A window of FCM 401s while the token endpoint is down asks that endpoint for a fresh token once, not
+    /// once per 401: each ask is a blocking request, and a hundred of them would stall the run for minutes.
+    @Test func aWindowOf401sAsksTheDownTokenEndpointOnce() throws {
+        _ = try pendingNotifications((0..<20).map { ("Mentor \($0)", 2) })
+        // An APNs push first: its answer opens the shared connection's window, so the FCM pushes go out together.
+        try f.makeDue(where: "d.device_token_id IN (SELECT id FROM device_tokens WHERE provider = 'apns')", secondsAgo: 60)
+        push.server.inject(.expiredProviderToken, count: 20, provider: .fcm)
+        push.server.inject(.slow(seconds: 0), count: 1, provider: .oauth) // the run's first token gets through
+        push.server.inject(.oauthServerError, count: 50)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 69, "stderr: \(result.stderr)")
+        #expect(pushes(.fcm).count > 1, "the test needs several 401s in flight at once")
+        #expect(pushes(.oauth).count == 2, "the run's token and one refresh: \(pushes(.oauth).count)")
+        let fcm: [(String, Int)] = try f.connection.query("""
+            SELECT d.state, d.attempts FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id WHERE t.provider = 'fcm'
+            """).map { (try $0.decode(0), try $0.decode(1)) }
+        #expect(fcm.allSatisfy { $0 == ("pending", 0) }, "every FCM push waits, no attempt counted: \(fcm)")
+        #expect(try states()["sent"] == 20, "APNs is unaffected")
     }
 
     @Test func noPushStartsThatCouldOutliveItsClaim() throws {

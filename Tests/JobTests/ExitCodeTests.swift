@@ -1,4 +1,5 @@
 import Foundation
+import JobKit
 import Postgres
 import Testing
 import TestSupport
@@ -30,6 +31,21 @@ import TestSupport
             let result = try Jobs.run(job, user + ["--database-url", ""], database: nil, environment: ["PGHOST": "/nonexistent-socket-dir"])
             #expect(result.status == 64, "\(job): \(result.stderr)")
             #expect(result.stderr.contains("--database-url is empty"), "\(job): \(result.stderr)")
+        }
+    }
+
+    /// The event log's own guard answers with insufficient_privilege too, but a statement that trips it is
+    /// a bug of ours (70), not a grant to give (77): granting would not help.
+    @Test func theAppendOnlyGuardIsABugNotAMissingPrivilege() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let connection = try db.connect()
+        do {
+            try connection.execute("DELETE FROM delivery_events")
+            Issue.record("the append-only guard let a DELETE through")
+        } catch {
+            let failure = JobFailure(classifying: error)
+            #expect(failure.status == .software, "\(failure.message)")
+            #expect(failure.message.contains("append-only") && !failure.message.contains("grant it"), "\(failure.message)")
         }
     }
 

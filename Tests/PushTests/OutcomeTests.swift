@@ -150,5 +150,7 @@ import Testing
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.broken, "GOAWAY")))) == "retry")
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.timeout, "no answer")))) == "retry")
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.notHTTP2, "h1")))) == "credentialsBroken")
+        #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.untrusted, "CA file")))) == "credentialsBroken")
+        #expect(kind(FCMOutcome.classify(.failure(HTTPTransportError(.untrusted, "CA file")))) == "credentialsBroken")
     }
 }

@@ -249,6 +249,29 @@ import TestSupport
         #expect(result.summary?["invalid_organizations"] as? Int == 1, "\(result.stdout)")
     }
 
+    /// Another organization's invalid settings pass over none of these events: a run that met only valid
+    /// organizations' events exits 0 and says nothing of it. A run that passed over the invalid one's events
+    /// batch after batch says so once in its message (a service's would otherwise grow without end).
+    @Test func invalidSettingsAreReportedForTheirOwnEventsOnlyAndOnce() throws {
+        let broken = try f.organization("Broken")
+        try f.ruleWrittenBeforeValidation(broken, scenario: "availability_change", settings: #"{"notify_coordinatorz": true}"#)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let clean = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(clean.status == 0, "no event of the broken organization here: \(clean.stderr)")
+        #expect(!clean.stderr.contains("notify_coordinatorz"), "\(clean.stderr)")
+        #expect(try f.inbox(linda).count == 1)
+        for name in ["Ola", "Per", "Siri"] {
+            let mentor = try f.mentor(broken, name, lastActivityDaysAgo: 1)
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor), now(), 'ferie')")
+        }
+        let result = try Jobs.run("event-notify", ["--once", "--batch-size", "1"], database: db)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        let message: String = try f.connection.query("SELECT error FROM job_runs WHERE job = 'event-notify' ORDER BY id DESC LIMIT 1").first!.decode(0)
+        #expect(message.components(separatedBy: "passed over").count == 2, "said once: \(message)")
+    }
+
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
