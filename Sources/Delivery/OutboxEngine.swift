@@ -60,9 +60,11 @@ public final class OutboxEngine {
     private var confirmed = Set<SuspectKey>()
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
-    /// Endpoints this run could not connect to, by provider and environment (APNs's production and sandbox
-    /// are two hosts: one that cannot be reached stops only its own pushes), with the reason.
-    private var unreachable: [SuspectKey: String] = [:]
+    /// Endpoints stopped for this run, by provider and environment, with the reason: one that could not be
+    /// reached, or one whose tokens all answered as if our environment or topic were wrong. APNs's production
+    /// and sandbox are two hosts and two setups: either stops only its own pushes, and its deliveries are not
+    /// claimed again in this run; the provider stops when all of its endpoints have.
+    private var stoppedEndpoints: [SuspectKey: String] = [:]
     /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
@@ -100,7 +102,7 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
-        unreachable.removeAll()
+        stoppedEndpoints.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -128,7 +130,7 @@ public final class OutboxEngine {
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
                 }
                 let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable, excluding: Set(unreachable.keys))
+                batch = try claim(scope: scope, providers: usable, excluding: Set(stoppedEndpoints.keys))
                 timings.claims += ContinuousClock.now - claimStarted
             }
             if batch.isEmpty { break }
@@ -142,7 +144,7 @@ public final class OutboxEngine {
         // misconfigured, sends them back as they were.
         let recorder = makeRecorder()
         for (key, held) in suspects where !held.isEmpty {
-            if stop.isRequested || !usable.contains(key.provider) {
+            if stop.isRequested || !usable.contains(key.provider) || stoppedEndpoints[key] != nil {
                 for h in held { recorder.release(h.claimed) }
                 if stop.isRequested { report.released += held.count } else { report.held += held.count }
                 continue
@@ -220,7 +222,18 @@ public final class OutboxEngine {
 
     static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
 
-    /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are unreachable
+    /// Stops the pushes to one endpoint for the run; the provider too once none of its endpoints is left.
+    private func stopEndpoint(_ key: SuspectKey, reason: String, live: inout Set<PushTarget.Provider>) {
+        stoppedEndpoints[key] = reason
+        if OutboxEngine.endpoints(of: key.provider).allSatisfy({ stoppedEndpoints[$0] != nil }) {
+            live.remove(key.provider)
+            logger.error("\(key.provider.rawValue): stopping: \(reason)")
+        } else {
+            logger.error("\(key): stopping the pushes to this endpoint: \(reason)")
+        }
+    }
+
+    /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are stopped
     /// stops for the run.
     static func endpoints(of provider: PushTarget.Provider) -> [SuspectKey] {
         switch provider {
@@ -429,7 +442,7 @@ public final class OutboxEngine {
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
-                    let excluding = Set(unreachable.keys)
+                    let excluding = Set(stoppedEndpoints.keys)
                     writer.requestClaim { [unowned self] in
                         try self.claim(scope: scope, providers: providers, excluding: excluding, on: writer.claimConnection)
                     }
@@ -444,7 +457,7 @@ public final class OutboxEngine {
                     return nil
                 }
                 guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider],
-                      unreachable[OutboxEngine.suspectKey(claimed.target)] == nil else {
+                      stoppedEndpoints[OutboxEngine.suspectKey(claimed.target)] == nil else {
                     recorder.release(claimed)
                     report.held += 1
                     continue
@@ -537,18 +550,18 @@ public final class OutboxEngine {
                     retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
                     break
                 }
-                guard live.contains(claimed.target.provider) else { // already stopped as misconfigured
+                guard live.contains(claimed.target.provider), stoppedEndpoints[key] == nil else { // already stopped
                     recorder.release(claimed)
                     report.held += 1
                     break
                 }
                 suspects[key, default: []].append((claimed, reason, status))
-                if suspects[key]!.count >= suspectLimit, live.contains(claimed.target.provider) {
+                if suspects[key]!.count >= suspectLimit {
+                    // Our setup for this environment is suspect (78): only its pushes stop, none is retired.
                     let held = suspects.removeValue(forKey: key) ?? []
                     let why = "\(held.count) tokens in a row answered \(reason) and none succeeded: the \(key) environment, topic or project is probably wrong, so no token was retired"
-                    live.remove(claimed.target.provider)
-                    report.brokenProviders[provider.name] = why
-                    logger.error("\(provider.name): stopping: \(why)")
+                    report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? why
+                    stopEndpoint(key, reason: why, live: &live)
                     for h in held { recorder.release(h.claimed); report.held += 1 }
                 }
             case .rejected(let reason):
@@ -568,15 +581,9 @@ public final class OutboxEngine {
                 // go on (APNs's sandbox host down is no reason to hold production's pushes); the push waits,
                 // no attempt counted, due at once for the next run.
                 let key = OutboxEngine.suspectKey(claimed.target)
-                if live.contains(claimed.target.provider) && unreachable[key] == nil {
-                    unreachable[key] = reason
+                if live.contains(claimed.target.provider) && stoppedEndpoints[key] == nil {
                     report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? reason
-                    if OutboxEngine.endpoints(of: key.provider).allSatisfy({ unreachable[$0] != nil }) {
-                        live.remove(key.provider)
-                        logger.error("\(provider.name): stopping: \(reason)")
-                    } else {
-                        logger.error("\(key): stopping the pushes to this endpoint: \(reason)")
-                    }
+                    stopEndpoint(key, reason: reason, live: &live)
                 }
                 recorder.release(claimed)
                 report.held += 1

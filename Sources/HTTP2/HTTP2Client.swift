@@ -194,6 +194,13 @@ public final class HTTP2Client {
             let url = transfer.request?.url ?? "?"
             switch code {
             case CURLE_OPERATION_TIMEDOUT:
+                // Timed out before the request went out (the connection or its TLS handshake never completed: a
+                // firewall that drops packets): nothing reached the provider, so it is no attempt.
+                var pretransfer: curl_off_t = 0
+                ccurl_easy_getinfo_off(transfer.easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+                if pretransfer == 0 {
+                    return .failure(HTTPTransportError(.connect, "\(HTTP2Client.origin(url)): cannot connect: \(detail)"))
+                }
                 return .failure(HTTPTransportError(.timeout, "\(HTTP2Client.origin(url)): timed out: \(detail)"))
             case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_SSL_CONNECT_ERROR:
                 return .failure(HTTPTransportError(.connect, "\(HTTP2Client.origin(url)): cannot connect: \(detail)"))

@@ -41,7 +41,8 @@ public struct HTTPResponse: Sendable {
 /// A request that got no HTTP answer.
 public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
-        /// Could not connect (name lookup, refused, the TLS handshake broke off).
+        /// Could not connect (name lookup, refused, the TLS handshake broke off or never completed): the
+        /// request never went out.
         case connect
         /// TLS refused what we gave it: the CA file cannot be read, or the server's certificate is not
         /// trusted by it (our setting, or a proxy that intercepts TLS), so trying again cannot help.

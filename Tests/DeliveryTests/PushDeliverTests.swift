@@ -195,9 +195,10 @@ import TestSupport
         #expect(try states() == ["sent": 1, "failed": 1])
     }
 
-    /// The few suspects held for one environment are not retired at the end of a run that stopped the
-    /// provider over another environment's: all of them go back as they were.
-    @Test func suspectsOfAnotherEnvironmentGoBackWhenTheProviderIsStoppedAsMisconfigured() throws {
+    /// Production's tokens all answer BadDeviceToken: production's setup is suspect and only its pushes stop
+    /// (78), none retired. The one sandbox suspect held beside them is no reason to retire its token either:
+    /// with no sandbox push succeeding in the run, it is tried again later, as any lone suspect is.
+    @Test func suspectsOfAnotherEnvironmentAreNotRetiredWhenOneEnvironmentIsStoppedAsMisconfigured() throws {
         let made = try pendingNotifications((0..<22).map { ("Mentor \($0)", 1) })
         for device in made.flatMap(\.devices) { push.server.setToken(device.token, .badDeviceToken) }
         let org = try f.organization("Dev")
@@ -213,7 +214,35 @@ import TestSupport
         #expect(result.status == 78, "stderr: \(result.stderr)")
         let retired: Int = try f.connection.query("SELECT count(*) FROM device_tokens WHERE retired_at IS NOT NULL").first!.decode(0)
         #expect(retired == 0)
-        #expect(try states() == ["pending": 23])
+        #expect(try states() == ["pending": 22, "retrying": 1])
+        #expect(try delivery(token: sandbox.token).state == "retrying")
+    }
+
+    /// A TestFlight build registers its tokens as sandbox while they are production's: twenty of them answer
+    /// BadDeviceToken. That stops the sandbox pushes as misconfigured (78), not production's, run after run.
+    @Test func aSuspectSandboxSetupDoesNotStopProductionPushes() throws {
+        let org = try f.organization("Testers")
+        var sandbox: [Fixtures.Device] = []
+        for i in 0..<22 {
+            let tester = try f.mentor(org, "Tester \(i)", lastActivityDaysAgo: 20, devices: 0)
+            let device = try f.device(tester, provider: "apns", environment: "sandbox")
+            push.server.setToken(device.token, .badDeviceToken)
+            sandbox.append(device)
+        }
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        _ = try pendingNotifications((0..<10).map { ("Mentor \($0)", 1) })
+        try f.makeDue(where: "d.device_token_id = ANY(\(PostgresArray(sandbox.map(\.id)))::bigint[])", secondsAgo: 60)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1" // the sandbox pushes first, one by one
+        for run in 1...2 {
+            let result = try Jobs.pushDeliver(db, environment: environment)
+            #expect(result.status == 78, "run \(run): \(result.stderr)")
+            #expect(result.stderr.contains("apns/sandbox"), "\(result.stderr)")
+            #expect(try states() == ["sent": 10, "pending": 22], "run \(run)")
+        }
+        let retired: Int = try f.connection.query("SELECT count(*) FROM device_tokens WHERE retired_at IS NOT NULL").first!.decode(0)
+        #expect(retired == 0)
+        #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
     }
 
     @Test func aTokenReRegisteredAfterThe410TimestampIsKept() throws {

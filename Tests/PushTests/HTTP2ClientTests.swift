@@ -104,6 +104,37 @@ import TestSupport
         #expect(error.kind == .timeout)
     }
 
+    /// A host whose packets are dropped (a firewall): the connection is never completed, so the request never
+    /// went out. That is "cannot connect" (no attempt, the endpoint stops for the run), not a timeout after
+    /// sending (an attempt): else every push burns an attempt and dies while the firewall lasts.
+    @Test func aConnectionThatNeverCompletesIsCannotConnectNotATimeout() throws {
+        // A port that takes TCP connections (the kernel's backlog) but never answers the TLS handshake.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 8) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        var configuration = HTTP2Client.Configuration(caFile: push.caFile)
+        configuration.connectTimeout = .milliseconds(500)
+        let client = try HTTP2Client(configuration)
+        let request = HTTPRequest(url: "https://127.0.0.1:\(port)/3/device/" + String(repeating: "a", count: 64), headers: [], body: [], tag: 0)
+        let started = Date()
+        guard case .failure(let error) = client.send([request])[0] else {
+            Issue.record("an answer from a port that never answers")
+            return
+        }
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(error.kind == .connect, "\(error)")
+        #expect(APNsOutcome.classify(.failure(error)) == .unreachable(reason: error.message))
+    }
+
     @Test func aServerWithoutHTTP2IsRefusedClearly() throws {
         // An HTTPS server that only speaks HTTP/1.1 (Python's), with the same test certificate.
         let port = Int.random(in: 20_000...40_000)
