@@ -91,12 +91,17 @@ public struct EventNotifyRunner {
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
                     let invalidBefore = summary.invalidOrganizations
+                    let unknownZonesBefore = summary.unknownTimeZones
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
                     if summary.invalidOrganizations > invalidBefore {
                         // Their events went without a decision (see the log): a configuration problem to show, as
                         // the scheduled jobs show it (78), in the exit code and the metrics.
                         run.degrade(.config, "events of organizations with invalid settings were passed over (see the log)")
                         drainHealthy = false
+                    }
+                    if summary.unknownTimeZones > unknownZonesBefore {
+                        // Decided with the organization's zone (see the log): bad data to show, 65.
+                        run.degrade(.dataError, "users with an unknown time zone were decided with their organization's (see the log)")
                     }
                     if taken == 0 { break }
                     drained = true

@@ -88,6 +88,7 @@ extension EventScenario {
             decided.append((recipient, subject, decision, rule.organizationName))
         }
         for (recipient, subject, decision, organization) in decided {
+            summary.noteUnknownTimeZone(of: recipient, logger: logger)
             summary.count(decision)
             printer?.print(recipient, organization: organization, subject: subject, decision: decision)
         }

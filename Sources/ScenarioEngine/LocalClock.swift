@@ -14,6 +14,12 @@ public enum LocalClock {
         }
     }
 
+    /// Whether `zone` names a time zone we know (remembered): a row written before the database checked it
+    /// may hold a typo.
+    public static func isKnown(_ zone: String) -> Bool {
+        known.value(for: zone) { TimeZone(identifier: zone) != nil }
+    }
+
     /// The date `instant` falls on in `zone`, as yyyy-mm-dd.
     public static func day(of instant: Date, zone: String) -> String {
         days.value(for: Key(zone: zone, instant: instant, start: -1, end: -1)) {
@@ -35,6 +41,7 @@ public enum LocalClock {
     }
 
     private static let calendars = Memo<String, Calendar>()
+    private static let known = Memo<String, Bool>()
     private static let days = Memo<Key, String>()
     private static let ends = Memo<Key, Date?>()
 

@@ -152,8 +152,12 @@ public enum RuleLoader {
                 try reader.checkNoUnknownKeys()
                 let messages = templates.templates(for: id)
                 let locale: String = try row.decode(4)
+                let zone: String = try row.decode(5)
+                guard LocalClock.isKnown(zone) else {
+                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): time_zone \(zone.debugDescription) is not a known time zone; fix its row in organizations (an IANA name such as Europe/Oslo)")
+                }
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
-                                              defaultLocale: locale, timeZone: try row.decode(5), priority: try row.decode(6),
+                                              defaultLocale: locale, timeZone: zone, priority: try row.decode(6),
                                               messages: messages,
                                               defaultLanguage: Language.resolve(nil, organizationDefault: locale, available: messages.languages)))
             } catch let failure as JobFailure {

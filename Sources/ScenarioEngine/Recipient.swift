@@ -11,6 +11,9 @@ public struct Recipient: Sendable {
     public var language: Language
     /// The user's IANA time zone, else the organization's.
     public var timeZone: String
+    /// The user's own time zone when it is not one we know (a row written before migration 0016): the
+    /// organization's is used instead, and the run reports it.
+    public var unknownTimeZone: String?
     public var pushEnabled: Bool
     public var categoryEnabled: Bool
     public var activeDevices: Int
@@ -40,8 +43,10 @@ public struct Recipient: Sendable {
                CASE WHEN op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL THEN
                    (SELECT count(*) FROM daily_push_slots s
                      WHERE s.user_id = u.id
-                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE coalesce(u.time_zone,
-                                          (SELECT o.time_zone FROM organizations o WHERE o.id = u.organization_id)))::date)
+                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE coalesce(
+                               (SELECT z.name FROM time_zone_names z WHERE z.name = u.time_zone),
+                               (SELECT z.name FROM organizations o JOIN time_zone_names z ON z.name = o.time_zone
+                                 WHERE o.id = u.organization_id), 'UTC'))::date)
                END AS recipient_pushes_today,
                coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels
           FROM (\(query)) c
@@ -75,7 +80,13 @@ public struct Recipient: Sendable {
         displayName = try column(1)
         let locale = try column(2, as: String?.self)
         language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale, available: rule.messages.languages)
-        timeZone = try column(3, as: String?.self) ?? rule.timeZone
+        let ownZone = try column(3, as: String?.self)
+        if let ownZone, !LocalClock.isKnown(ownZone) {
+            unknownTimeZone = ownZone
+            timeZone = rule.timeZone
+        } else {
+            timeZone = ownZone ?? rule.timeZone
+        }
         pushEnabled = try column(4)
         categoryEnabled = try column(5)
         activeDevices = try column(6)

@@ -86,6 +86,7 @@ public struct ScenarioRunner<S: Scenario> {
             try reader.transaction(.readOnly) {
                 try decideEach(query, rules: rules, on: reader, now: now) { recipient, subject, decision, rule in
                     if recorder != nil && StopRequest.shared.isRequested { throw Stopped() }
+                    summary.noteUnknownTimeZone(of: recipient, logger: logger)
                     summary.count(decision)
                     if let printer {
                         printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision)
@@ -104,6 +105,9 @@ public struct ScenarioRunner<S: Scenario> {
 
         if !invalid.isEmpty {
             run.degrade(.config, "\(invalid.count) organization(s) skipped for invalid \(scenario.key) settings (see the log)")
+        }
+        if summary.unknownTimeZones > 0 {
+            run.degrade(.dataError, "\(summary.unknownTimeZones) user(s) with an unknown time zone: their organization's was used (see the log)")
         }
         Output.flush() // the plan first, then the log line about it
         logger.info("\(summary.sentence)")

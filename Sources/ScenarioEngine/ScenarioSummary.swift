@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Postgres
 import TextCoding
 
@@ -21,6 +22,8 @@ public struct ScenarioSummary: Sendable {
     /// Notifications another run had already stored (dedupe key taken), so nothing new was written.
     public var duplicates = 0
     public var invalidOrganizations = 0
+    /// Candidates whose own time zone is unknown (their organization's was used).
+    public var unknownTimeZones = 0
     /// Organizations left out because they were not due yet (a digest before its send hour).
     public var notDueOrganizations = 0
     /// What delivery did right after recording (a JSON object), when push is configured.
@@ -30,6 +33,13 @@ public struct ScenarioSummary: Sendable {
         self.job = job
         self.dryRun = dryRun
         self.reasonOrder = reasonOrder
+    }
+
+    /// Counts a candidate whose time zone is unknown, and says so in the log.
+    mutating func noteUnknownTimeZone(of recipient: Recipient, logger: Logger) {
+        guard let zone = recipient.unknownTimeZone else { return }
+        unknownTimeZones += 1
+        logger.warning("user \(recipient.userID.lowercasedString): time_zone \(zone.debugDescription) is not a known time zone: its organization's (\(recipient.timeZone)) is used; fix the row in users (an IANA name such as Europe/Oslo)")
     }
 
     mutating func count(_ decision: Decision) {
@@ -61,6 +71,7 @@ public struct ScenarioSummary: Sendable {
         if capped > 0 { writer.add("capped", capped) }
         if displaced > 0 { writer.add("displaced", displaced) }
         writer.add("invalid_organizations", invalidOrganizations)
+        if unknownTimeZones > 0 { writer.add("unknown_time_zones", unknownTimeZones) }
         if notDueOrganizations > 0 { writer.add("not_due_organizations", notDueOrganizations) }
         if let push { writer.add("push", json: push) }
         return writer

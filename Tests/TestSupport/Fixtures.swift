@@ -39,6 +39,18 @@ public final class Fixtures {
         try rule(organization, scenario: scenario, settings: settings)
     }
 
+    /// Sets a time zone the database would refuse today (a row written before migration 0016 checked it).
+    public func timeZoneWrittenBeforeValidation(_ table: String, _ id: UUID, _ zone: String) throws {
+        precondition(table == "users" || table == "organizations")
+        try connection.execute("SET session_replication_role = replica") // no foreign-key checks
+        defer { _ = try? connection.execute("SET session_replication_role = origin") }
+        if table == "users" {
+            try connection.execute("UPDATE users SET time_zone = \(zone) WHERE id = \(id)")
+        } else {
+            try connection.execute("UPDATE organizations SET time_zone = \(zone) WHERE id = \(id)")
+        }
+    }
+
     @discardableResult
     public func user(_ organization: UUID, _ name: String, role: String = "peer_mentor", locale: String? = nil,
                      joinedDaysAgo: Double = 400) throws -> UUID {

@@ -1,0 +1,72 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// Time zones from the database are outside text: a typo written before migration 0016 checked them must not
+/// stop a run (PostgreSQL refuses the zone in the daily cap's local day), and is reported.
+@Suite struct TimeZoneTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+        // A daily cap makes the candidate query count today's pushes in each user's local day.
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 3)")
+    }
+
+    @Test func theDatabaseRefusesAnUnknownTimeZone() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        #expect(throws: PostgresError.self) { try f.connection.execute("UPDATE users SET time_zone = 'Europe/Olso' WHERE id = \(kari)") }
+        #expect(throws: PostgresError.self) { try f.connection.execute("UPDATE organizations SET time_zone = 'Mars/Olympus' WHERE id = \(org)") }
+        try f.connection.execute("UPDATE users SET time_zone = 'America/New_York' WHERE id = \(kari)")
+    }
+
+    /// One mentor's zone is a typo: both mentors are reminded (hers with the organization's zone), and the run
+    /// says which row to fix and exits 65 (bad data), instead of stopping at her with 70.
+    @Test func aUserWithAnUnknownTimeZoneIsDecidedWithTheOrganizationsAndReported() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 20)
+        try f.timeZoneWrittenBeforeValidation("users", kari, "Europe/Olso")
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 65, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(#""Europe/Olso" is not a known time zone"#) && result.stderr.contains(kari.uuidString.lowercased()), "\(result.stderr)")
+        #expect(result.summary?["unknown_time_zones"] as? Int == 1, "\(result.stdout)")
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.inbox(per).count == 1)
+        let slots: Int = try f.connection.query("SELECT count(*) FROM daily_push_slots").first!.decode(0)
+        #expect(slots == 2, "both pushes counted on the day")
+    }
+
+    /// The same row met by event-notify: the event is decided, not taken again and again by a service that
+    /// fails on it.
+    @Test func eventNotifyDecidesAnEventOfAUserWithAnUnknownTimeZone() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.scope(org, coordinator: linda, mentor: kari)
+        try f.timeZoneWrittenBeforeValidation("users", kari, "Europe/Olso")
+        try f.connection.execute("INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title) VALUES (\(org), \(kari), \(linda), 'Oppdrag')")
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 65, "stderr: \(result.stderr)")
+        #expect(try f.inbox(kari).count == 1)
+        let pending: Int = try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NULL").first!.decode(0)
+        #expect(pending == 0)
+    }
+
+    /// An organization's zone is a typo: its mentors are skipped with a message naming the row (78), as for
+    /// invalid settings; another organization's are reminded.
+    @Test func anOrganizationWithAnUnknownTimeZoneIsSkippedWith78() throws {
+        let other = try f.organization("Other")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let per = try f.mentor(other, "Per", lastActivityDaysAgo: 20)
+        try f.timeZoneWrittenBeforeValidation("organizations", org, "Europe/Olso")
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(#"time_zone "Europe/Olso" is not a known time zone; fix its row in organizations"#), "\(result.stderr)")
+        #expect(try f.inbox(kari).isEmpty)
+        #expect(try f.inbox(per).count == 1)
+    }
+}
