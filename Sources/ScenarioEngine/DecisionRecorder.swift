@@ -157,6 +157,10 @@ struct DecisionRecorder {
             ), slot_freed AS (
                 DELETE FROM daily_push_slots s USING gave_up g WHERE s.notification_id = g.id
                 RETURNING 1
+            ), listed AS (
+                -- A push-only notification that gave up its push is listed in the inbox, or the user never sees it.
+                UPDATE notifications n SET in_inbox = true FROM gave_up g WHERE n.id = g.id AND NOT n.in_inbox
+                RETURNING 1
             ), cancelled AS (
                 UPDATE deliveries d SET state = 'cancelled', last_error = g.why, updated_at = now()
                   FROM gave_up g

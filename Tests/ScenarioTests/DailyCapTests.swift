@@ -76,6 +76,36 @@ import TestSupport
         #expect(try f.count("daily_push_slots") == 1)
     }
 
+    /// A push-only notification (not listed in the inbox) that gives its slot away loses its push: it is then
+    /// listed in the inbox, or the user would never see it at all.
+    @Test func aPushOnlyNotificationThatGivesItsSlotAwayIsListedInTheInbox() throws {
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivity', 'push_only')")
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("inactivity-check")
+        let listed = { (category: String) throws -> Bool in
+            try f.connection.query("SELECT in_inbox FROM notifications WHERE user_id = \(kari) AND category = \(category)").first!.decode(0)
+        }
+        #expect(try !listed("inactivity"), "push only, while its push waits")
+        try run("assignment-follow-up")
+        #expect(try pushes(kari) == ["assignment_follow_up:pending", "inactivity:cancelled"])
+        #expect(try listed("inactivity"), "its push given up: in the inbox instead")
+    }
+
+    /// A push cancelled before it went out (its assignment acknowledged) gives its slot back: the day's next
+    /// push is sent, not capped for a push that never was.
+    @Test func aPushCancelledBeforeItWentOutGivesItsSlotBack() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("assignment-follow-up")
+        #expect(try f.count("daily_push_slots") == 1)
+        let assignment: UUID = try f.connection.query("SELECT id FROM assignments WHERE mentor_id = \(kari)").first!.decode(0)
+        try f.acknowledge(assignment, daysAgo: 0)
+        #expect(try pushes(kari) == ["assignment_follow_up:cancelled"])
+        #expect(try f.count("daily_push_slots") == 0)
+        let result = try run("inactivity-check")
+        #expect(result.summary?["capped"] == nil, "\(result.stdout)")
+        #expect(try pushes(kari) == ["assignment_follow_up:cancelled", "inactivity:pending"])
+    }
+
     @Test func aPushAlreadySentKeepsItsSlotAndAnOrganizationMayReorder() throws {
         // This organization puts inactivity first: the follow-up is the one capped.
         try f.connection.execute("INSERT INTO organization_scenario_rules (organization_id, scenario, priority) VALUES (\(org), 'inactivity', 5)")
