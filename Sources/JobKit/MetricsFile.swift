@@ -35,7 +35,9 @@ public struct MetricsFile {
     /// Writes the file for `snapshot`. A failure to write is the caller's to log: metrics never fail a run.
     public func write(_ snapshot: Snapshot) throws {
         let registry = PrometheusCollectorRegistry()
-        let job = [("job", self.job)]
+        // Not `job`: Prometheus's scrape of node_exporter sets `job` itself and renames ours to `exported_job`,
+        // so an alert on `job="…"` would never match.
+        let job = [("mentor_push_job", self.job)]
         func gauge(_ name: String, _ value: Double, _ help: String, _ labels: [(String, String)] = []) {
             registry.makeGauge(name: "mentor_push_" + name, labels: job + labels, help: help).set(value)
         }

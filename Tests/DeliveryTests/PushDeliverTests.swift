@@ -354,9 +354,9 @@ import TestSupport
         environment["METRICS_DIR"] = directory.path
         #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
         let text = try String(contentsOf: directory.appendingPathComponent("mentor-push-push-deliver.prom"), encoding: .utf8)
-        #expect(text.contains(#"mentor_push_last_run_pushes{job="push-deliver",provider="apns",outcome="sent"} 2"#), "\(text)")
-        #expect(text.contains(#"mentor_push_last_run_pushes{job="push-deliver",provider="fcm",outcome="sent"} 1"#))
-        #expect(text.contains(#"mentor_push_delivery_backlog_due{job="push-deliver"} 0"#))
+        #expect(text.contains(#"mentor_push_last_run_pushes{mentor_push_job="push-deliver",provider="apns",outcome="sent"} 2"#), "\(text)")
+        #expect(text.contains(#"mentor_push_last_run_pushes{mentor_push_job="push-deliver",provider="fcm",outcome="sent"} 1"#))
+        #expect(text.contains(#"mentor_push_delivery_backlog_due{mentor_push_job="push-deliver"} 0"#))
         #expect(text.contains("# TYPE mentor_push_last_success_timestamp_seconds gauge"))
     }
 
