@@ -83,4 +83,38 @@ import TestSupport
         #expect(result.status == 78, "\(local): \(log)")
         #expect(log.contains("PRUNE_BATCH_SIZE"), "the job did not see the env file's setting: \(log)")
     }
+
+    /// A database URL with an & (more than one parameter) and a $ (in a password), single-quoted as the crontab
+    /// says: the job gets it whole. Bare, sh cut it at the & (the job saw no DATABASE_URL) and expanded the $.
+    @Test func aQuotedValueOfTheEnvFileReachesTheJobWhole() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cron-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = "postgresql://cron:pa$word@db.example/mentor?sslmode=verify-full&sslrootcert=/etc/mentor-push/ca.pem"
+        try "DATABASE_URL='\(url)'\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
+        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
+        #expect(crontab.contains("KEY='value'"), "the crontab says how to write the env file")
+        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") })
+        // The job stands in for prune: it writes what it was given to its log.
+        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
+            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
+            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
+            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
+            .replacingOccurrences(of: "/usr/local/bin/prune", with: "/usr/bin/printenv DATABASE_URL")
+        let result = try ProcessRunner.run("/bin/sh", ["-c", "unset DATABASE_URL; " + command])
+        let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
+        #expect(result.status == 0, "\(command): \(log)")
+        #expect(log == url + "\n", "\(log)")
+    }
+
+    /// A cron-only install runs event-notify too (drained every minute), or no event push ever goes out.
+    @Test func theCrontabRunsEveryJobEventNotifyIncluded() throws {
+        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
+        let schedule = try String(contentsOf: Paths.root.appendingPathComponent("jobs/schedule"), encoding: .utf8)
+        let jobs = schedule.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
+            .map { String($0.split(separator: "|")[0]).trimmingCharacters(in: .whitespaces) }
+        for job in jobs + ["event-notify --once"] {
+            #expect(crontab.contains("/usr/local/bin/\(job) >>"), "no crontab line runs \(job)")
+        }
+    }
 }
