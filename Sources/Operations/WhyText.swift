@@ -8,7 +8,9 @@ import TextCoding
 public enum WhyText {
     public static func render(_ report: WhyReport) -> String {
         var out = ""
-        func line(_ text: String = "") { out += text + "\n" }
+        // Names, titles, bodies and reasons are outside text: control and bidi characters are shown escaped, so
+        // a pause reason with an escape sequence in it cannot clear or rewrite the operator's screen.
+        func line(_ text: String = "") { out += TerminalText.printable(text) + "\n" }
         let user = report.user
 
         line("why \(user.id.lowercasedString): \(user.name), \(user.role) in \(JSONWriter.string(user.organizationName)) (organization \(user.organizationID.lowercasedString))")
@@ -62,7 +64,15 @@ public enum WhyText {
             if let expires = notification.expiresAt { facts.append("expires \(time(expires))") }
             line("    " + facts.joined(separator: "; "))
             line("    body: \(notification.body)")
-            if notification.deliveries.isEmpty { line("    no delivery: no active device when it was stored") }
+            if notification.deliveries.isEmpty {
+                // Why no push was queued: the decision says when it was one (inbox only, the daily cap, quiet hours
+                // past the expiry); otherwise the user had no active device.
+                if let held = decisions.first(where: { $0.reason != "notified" }) {
+                    line("    no delivery: \(held.reason) (its decision above)")
+                } else {
+                    line("    no delivery: no active device when it was stored, or its decision is pruned")
+                }
+            }
             for delivery in notification.deliveries {
                 line("    delivery \(delivery.id) to device \(delivery.deviceID) \(delivery.provider) \(delivery.token)\(delivery.environment.map { " (\($0))" } ?? ""): \(state(delivery))")
                 for event in delivery.events {

@@ -52,6 +52,22 @@ import TestSupport
         try Jobs.run("why", arguments, database: db)
     }
 
+    /// Outside text reaches the operator's terminal escaped: a name with an escape sequence and a
+    /// right-to-left override cannot clear or rewrite the screen. And a notification kept from the push
+    /// by its channel says so, not "no active device" while a device is listed above it.
+    @Test func outsideTextIsEscapedAndANotificationWithoutAPushSaysWhy() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivity', 'inbox_only')")
+        let kari = try f.mentor(org, "Kari\u{1b}[2J\u{202e}nordmann", lastActivityDaysAgo: 20)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let result = try why([kari.uuidString])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(!result.stdout.contains("\u{1b}") && !result.stdout.contains("\u{202e}"), "\(result.stdout)")
+        #expect(result.stdout.contains(#"Kari\u{1b}[2J\u{202e}nordmann"#), "shown escaped: \(result.stdout)")
+        #expect(!result.stdout.contains("no active device"), "\(result.stdout)")
+        #expect(result.stdout.contains("no delivery: inbox_only_channel"), "\(result.stdout)")
+    }
+
     @Test func textTellsTheWholeStoryInOrderAndWritesNothing() throws {
         let h = try history()
         let before = try f.fingerprint()
@@ -184,7 +200,7 @@ import TestSupport
         let text = try why([ola.uuidString, "--since", Jobs.iso(f.daysAgo(25))]).stdout
         #expect(text.contains("since \(Jobs.iso(f.daysAgo(25)))"))
         #expect(text.contains("Notifications (1):"))
-        #expect(text.contains("no delivery: no active device when it was stored"))
+        #expect(text.contains("no delivery: inbox_only_no_device (its decision above)"), "\(text)")
     }
 
     @Test func aUserThatDoesNotExistExits64AndSaysSo() throws {
