@@ -38,7 +38,12 @@ public enum APNsOutcome {
         case .success(let r): response = r
         }
         if response.status == 200 {
-            return .delivered(messageID: response.header("apns-id") ?? "")
+            // APNs names every push it accepts (apns-id); a 200 without one came from something else, a proxy
+            // or a wrong endpoint, and the push was not delivered: counted sent, it would be lost unseen.
+            guard let id = response.header("apns-id"), !id.isEmpty else {
+                return .credentialsBroken(reason: "HTTP 200 without an apns-id: not an APNs answer (check APNS_ENDPOINT / APNS_SANDBOX_ENDPOINT, or a proxy in between)")
+            }
+            return .delivered(messageID: id)
         }
         let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
         let retryAfter = RetryAfter.parse(response.header("retry-after"))
@@ -103,7 +108,11 @@ public enum FCMOutcome {
         }
         let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
         if response.status == 200 {
-            return .delivered(messageID: json?["name"] as? String ?? "")
+            // FCM names every message it accepts; a 200 without a name is someone else's answer.
+            guard let name = json?["name"] as? String, !name.isEmpty else {
+                return .credentialsBroken(reason: "HTTP 200 without a message name: not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
+            }
+            return .delivered(messageID: name)
         }
         guard let error = json?["error"] as? [String: Any] else {
             // Not Google's answer (its errors are always {"error": {...}}): a proxy or a wrong endpoint.

@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (200, "", "delivered"),
+        (200, "", "credentialsBroken"), // no apns-id: not APNs's answer (see below)
         (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, "tokenDead"),
         (410, #"{"reason":"ExpiredToken"}"#, "tokenDead"),
         (400, #"{"reason":"BadDeviceToken"}"#, "tokenDead"),
@@ -144,6 +144,17 @@ import Testing
 
     /// A push that may have reached the provider is retried (an attempt); one that never left, because no
     /// connection could be made, stops the provider for the run (no attempt); HTTP/1.1 is our setup's fault.
+    /// A 200 is a delivery only when the provider names it (APNs's apns-id, FCM's message name): a proxy or a
+    /// wrong endpoint answering 200 would otherwise have every push counted sent and lost unseen.
+    @Test func aDeliveryIsOnlyOneTheProviderNamed() {
+        #expect(apns(200, headers: [("apns-id", "7D4F5A8E-0C6B-4B7E-9A55-2C3F1E0D9B21")]) == .delivered(messageID: "7D4F5A8E-0C6B-4B7E-9A55-2C3F1E0D9B21"))
+        #expect(kind(apns(200)) == "credentialsBroken")
+        #expect(kind(apns(200, headers: [("apns-id", "")])) == "credentialsBroken")
+        #expect(fcm(200, #"{"name": "projects/p/messages/0:1"}"#) == .delivered(messageID: "projects/p/messages/0:1"))
+        #expect(kind(fcm(200, "{}")) == "credentialsBroken")
+        #expect(kind(fcm(200, "<html>ok</html>")) == "credentialsBroken")
+    }
+
     @Test func transportFailuresAreRetriedUnlessNothingLeftButHTTP1IsAConfigurationProblem() {
         #expect(kind(APNsOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "unreachable")
         #expect(kind(FCMOutcome.classify(.failure(HTTPTransportError(.connect, "refused")))) == "unreachable")
