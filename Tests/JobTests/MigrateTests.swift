@@ -90,6 +90,44 @@ import TestSupport
         #expect(try f.count("deliveries") == 4, "every delivery is kept")
     }
 
+    /// Deliveries queued for a Web Push or Expo token (never sent: no job sends to them) are settled as failed
+    /// by the upgrade, with the reason and an event; the APNs one stays queued.
+    @Test func theUpgradeSettlesDeliveriesNoJobCouldSend() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = Paths.root.appendingPathComponent("sql/migrations")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file < "0018" {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+        }
+        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let f = try Fixtures(db)
+        let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let iphone = try f.device(kari, provider: "apns")
+        let browser: Int = try f.connection.query("""
+            INSERT INTO device_tokens (user_id, provider, token, app_id) VALUES (\(kari), 'webpush', 'https://push.example/abc', 'web') RETURNING id
+            """).first!.decode(0)
+        try f.connection.execute("""
+            WITH n AS (
+                INSERT INTO notifications (user_id, category, title, body, dedupe_key) VALUES (\(kari), 'inactivity', 't', 'b', 'k') RETURNING id
+            ), d AS (
+                INSERT INTO deliveries (notification_id, device_token_id)
+                SELECT n.id, t FROM n, unnest(ARRAY[\(iphone.id)::bigint, \(browser)::bigint]) t RETURNING id, device_token_id
+            )
+            INSERT INTO delivery_queue (delivery_id, provider) SELECT id, CASE WHEN device_token_id = \(browser) THEN 'webpush' ELSE 'apns' END FROM d
+            """)
+        let upgrade = try Jobs.run("migrate", [], database: db)
+        #expect(upgrade.status == 0, "stderr: \(upgrade.stderr)")
+        let states: [String] = try f.connection.query("""
+            SELECT t.provider || ' ' || d.state || ' ' || (q.delivery_id IS NOT NULL) FROM deliveries d
+              JOIN device_tokens t ON t.id = d.device_token_id LEFT JOIN delivery_queue q ON q.delivery_id = d.id ORDER BY 1
+            """).map { try $0.decode(0) }
+        #expect(states == ["apns pending true", "webpush failed false"])
+        let events: [String] = try f.connection.query("SELECT event || ': ' || detail FROM delivery_events").map { try $0.decode(0) }
+        #expect(events == ["failed: no sender for this device's provider (only APNs and FCM are pushed to)"])
+    }
+
     @Test func unreachableDatabaseExits69() throws {
         let result = try Jobs.run("migrate", ["--database-url", "postgresql:///x?host=/nonexistent-socket-dir"], database: nil)
         #expect(result.status == 69)

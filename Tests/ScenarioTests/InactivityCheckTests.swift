@@ -19,6 +19,18 @@ import TestSupport
         return result
     }
 
+    /// A device no job sends to (a Web Push or Expo token) is no device to push to: the reminder is in the
+    /// inbox without a push, and no delivery waits for ever.
+    @Test func aTokenNoJobSendsToIsNoDevice() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        try f.connection.execute("INSERT INTO device_tokens (user_id, provider, token, app_id) VALUES (\(kari), 'webpush', 'https://push.example/abc', 'web')")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.decisions(kari) == ["notified:inbox_only_no_device"])
+        #expect(try f.count("deliveries") == 0)
+    }
+
     @Test func eachOrganizationUsesItsOwnThreshold() throws {
         let defaultOrg = try f.organization("Default org")
         let strictOrg = try f.organization("Strict org")
