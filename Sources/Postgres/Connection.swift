@@ -122,10 +122,13 @@ public final class Connection {
         PQclear(try check(PQexec(handle, sql)))
     }
 
+    /// Whether a transaction is open on this connection (a `transaction` call now joins it).
+    public var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws. Inside a
     /// transaction already open on this connection, `body` simply joins it (the outer one decides).
     public func transaction<T>(_ mode: TransactionMode = .readWrite, _ body: () throws -> T) throws -> T {
-        if PQtransactionStatus(handle) != PQTRANS_IDLE { return try body() }
+        if inTransaction { return try body() }
         try execute(mode.begin)
         do {
             let value = try body()

@@ -59,8 +59,10 @@ struct DecisionRecorder {
         guard !rows.isEmpty else { return }
         // The daily slots' locks may meet an app transaction's (a withdrawn assignment cancelling its
         // pushes) in a deadlock, which PostgreSQL breaks by failing one side: the batch is then decided
-        // again from the start.
+        // again from the start. Only in a transaction of its own: inside the caller's (event-notify's batch)
+        // the failure aborted the caller's transaction too, so the caller takes its batch again.
         let (decided, counted) = (rows, summary)
+        let ownsTransaction = !connection.inTransaction
         for attempt in 1... {
             do {
                 try connection.transaction {
@@ -68,7 +70,7 @@ struct DecisionRecorder {
                     try record(displaced: displaced, into: &summary)
                 }
                 break
-            } catch let error as PostgresError where error.sqlState == "40P01" && attempt < 3 {
+            } catch let error as PostgresError where error.sqlState == "40P01" && attempt < 3 && ownsTransaction {
                 (rows, summary) = (decided, counted)
             }
         }

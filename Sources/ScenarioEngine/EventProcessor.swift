@@ -25,7 +25,24 @@ public struct EventProcessor {
     }
 
     /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
+    /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
+    /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
     public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+        let counted = summary
+        for attempt in 1... {
+            do {
+                return try processBatchOnce(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+            } catch let error as PostgresError where attempt < 4 && [SQLState.deadlockDetected, SQLState.serializationFailure,
+                                                                     SQLState.lockNotAvailable].contains(error.sqlState ?? "") {
+                summary = counted
+                logger.warning("events batch rolled back (\(error)); taking it again")
+                Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    private func processBatchOnce(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         try connection.transaction {
             let claimed = try connection.query("""
                 SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED

@@ -272,6 +272,35 @@ import TestSupport
         #expect(message.components(separatedBy: "passed over").count == 2, "said once: \(message)")
     }
 
+    /// A deadlock while the batch takes its daily slots (an app transaction on the same rows) rolls the batch
+    /// back; it is taken again and the run ends well. Before, the recorder retried inside the aborted batch
+    /// transaction (25P02) and the service exited 70.
+    @Test func aDeadlockInABatchTakesTheBatchAgain() throws {
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 3)")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.scope(org, coordinator: linda, mentor: kari)
+        // The first daily slot taken meets a deadlock (a sequence, not a table: a rollback does not undo it).
+        try f.connection.execute("CREATE SEQUENCE deadlock_once")
+        try f.connection.execute("""
+            CREATE FUNCTION deadlock_once() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF nextval('deadlock_once') = 1 THEN
+                    RAISE EXCEPTION 'deadlock detected (test)' USING ERRCODE = 'deadlock_detected';
+                END IF;
+                RETURN NEW;
+            END $$
+            """)
+        try f.connection.execute("CREATE TRIGGER deadlock_once BEFORE INSERT ON daily_push_slots FOR EACH ROW EXECUTE FUNCTION deadlock_once()")
+        try f.connection.execute("INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title) VALUES (\(org), \(kari), \(linda), 'Oppdrag')")
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("taking it again"), "\(result.stderr)")
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.count("daily_push_slots") == 1)
+        #expect(try pending() == 0)
+    }
+
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
