@@ -6,13 +6,15 @@ import TextCoding
 /// The `migrate` command's body: find the migrations, connect, apply, and record the run like every
 /// other job (its `job_runs` row is written once the table exists, that is after the first migration).
 public enum MigrateRunner {
-    public static func run(databaseURL: String?, migrationsDir: String?, dryRun: Bool) -> ExitStatus {
+    /// `statementTimeout`: seconds, 0 for none (an index build on a big table may take longer than a job's
+    /// statements ever do).
+    public static func run(databaseURL: String?, migrationsDir: String?, dryRun: Bool, statementTimeout: Int = 300) -> ExitStatus {
         JobEnvelope.run("migrate", dryRun: dryRun, writes: false) { run in
             guard let directory = migrationsDir.map({ URL(fileURLWithPath: $0) }) ?? Migrator.defaultDirectory() else {
                 throw JobFailure(.config, "cannot find sql/migrations: pass --migrations-dir or set MIGRATIONS_DIR")
             }
             let migrator = try Migrator(directory: directory)
-            let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "migrate")
+            let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "migrate", statementTimeout: statementTimeout)
             var applied: [String] = []
             var alreadyApplied = 0
             run.counts = {

@@ -109,7 +109,11 @@ public struct Migrator {
                         try connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(migration.version), \(migration.name), \(migration.checksum))")
                     }
                 } catch let error as PostgresError {
-                    throw JobFailure(.config, "migration \(migration.name) failed and was rolled back: \(error)")
+                    // The migration's own SQL failing is a schema problem to fix (78); a statement timeout, a lock
+                    // not granted, a lost connection or a missing privilege keep their own codes (75, 69, 77).
+                    let classified = JobFailure(classifying: error)
+                    let status: ExitStatus = classified.status == .software ? .config : classified.status
+                    throw JobFailure(status, "migration \(migration.name) failed and was rolled back: \(classified.message)")
                 }
             }
             report.applied.append(migration.name)

@@ -9,7 +9,7 @@ struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Bring the database schema up to date (sql/migrations). Running it again changes nothing.",
-        discussion: "Exit codes: 0 done, 64 bad flags, 69 database unreachable, 78 a migration failed or was edited after it was applied.")
+        discussion: "Exit codes: 0 done, 64 bad flags, 69 database unreachable, 75 a statement timed out or a lock was not granted (try again, or with a longer --statement-timeout), 77 a privilege is missing, 78 a migration failed or was edited after it was applied.")
 
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
@@ -20,12 +20,16 @@ struct MigrateCommand: ParsableCommand {
     @Flag(name: .long, help: "List the migrations that would be applied; change nothing.")
     var dryRun = false
 
+    @Option(name: .long, help: ArgumentHelp("Longest any one statement may run, in seconds; 0 for no limit (an index build on a big table). Default 300.", valueName: "seconds"))
+    var statementTimeout = 300
+
     func validate() throws {
         try JobDatabase.validateURLFlag(databaseURL)
+        if statementTimeout != 0 { try JobDatabase.validateStatementTimeout(statementTimeout) }
     }
 
     func run() throws {
-        let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun)
+        let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun, statementTimeout: statementTimeout)
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

@@ -36,6 +36,26 @@ import TestSupport
         #expect(result.stderr.contains("was changed after it was applied"))
     }
 
+    /// A migration that outruns the statement timeout is rolled back and exits 75 (try again, or with a
+    /// longer --statement-timeout), not 78 as if its SQL were wrong; with the limit lifted it goes through.
+    @Test func aMigrationThatTimesOutExits75AndGoesThroughWithoutTheLimit() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = Paths.root.appendingPathComponent("sql/migrations")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+        }
+        try "CREATE TABLE slow_build (id int); SELECT pg_sleep(2);".write(to: dir.appendingPathComponent("0999_slow.sql"), atomically: true, encoding: .utf8)
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--statement-timeout", "1"], database: db)
+        #expect(result.status == 75, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("0999_slow.sql failed and was rolled back") && result.stderr.contains("statement timeout"), "\(result.stderr)")
+        let again = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--statement-timeout", "0"], database: db)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(try Jobs.run("migrate", ["--statement-timeout", "-1"], database: db).status == 64)
+    }
+
     @Test func aFailingMigrationIsRolledBackAndExits78() throws {
         let db = try TestCluster.shared().makeDatabase()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
