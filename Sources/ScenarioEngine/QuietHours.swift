@@ -33,6 +33,10 @@ public struct QuietHours: Policy {
     }
 
     private static func computeEnd(of window: (start: Int, end: Int), at instant: Date, zone: String) -> Date? {
+        // PostgreSQL's `time` takes 24:00, the end of the day: that is midnight, 0. A window whose start and end
+        // are then the same instant (00:00–24:00) is no window.
+        let window = (start: window.start % 86_400, end: window.end % 86_400)
+        guard window.start != window.end else { return nil }
         let calendar = LocalClock.calendar(zone)
         let parts = calendar.dateComponents([.hour, .minute, .second], from: instant)
         let now = parts.hour! * 3600 + parts.minute! * 60 + parts.second!

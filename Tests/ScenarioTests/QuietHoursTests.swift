@@ -21,6 +21,18 @@ import TestSupport
         #expect(QuietHours.end(of: (9 * 3600, 17 * 3600), at: Self.at("2026-06-16T08:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T15:00:00Z"))
     }
 
+    /// PostgreSQL's `time` takes 24:00 (the end of the day): a window 22:00–24:00 ends at midnight, and one
+    /// from 24:00 starts at midnight. 86,400 seconds matched no clock time, so such a push went out inside
+    /// the window it was meant to wait out.
+    @Test func twentyFourHundredIsMidnight() {
+        // 23:30 in Oslo (summer), window 22:00–24:00: until midnight.
+        #expect(QuietHours.end(of: (22 * 3600, 24 * 3600), at: Self.at("2026-06-15T21:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-15T22:00:00Z"))
+        // 01:00, window 24:00–07:00: until 07:00.
+        #expect(QuietHours.end(of: (24 * 3600, 7 * 3600), at: Self.at("2026-06-15T23:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T05:00:00Z"))
+        // 00:00–24:00 is no window at all (start and end the same instant), not a day that never ends.
+        #expect(QuietHours.end(of: (0, 24 * 3600), at: Self.at("2026-06-15T10:00:00Z"), zone: "Europe/Oslo") == nil)
+    }
+
     @Test func theDaysClocksChangeInOsloEndAtOneWellDefinedInstant() {
         let window = (start: 22 * 3600, end: 2 * 3600 + 30 * 60) // 22:00–02:30
         // 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30 never happens: the first instant after the gap.
