@@ -89,9 +89,17 @@ public final class OutboxEngine {
     }
 
     /// An engine with its own HTTP/2 client, whose request timeout is kept within half of `lease`.
+    /// A libcurl that cannot do HTTP/2 is an installation problem (78), not a bug of ours (70).
     public convenience init(connection: Connection, settings: PushSettings, lease: TimeInterval, logger: Logger) throws {
-        self.init(connection: connection, providers: try settings.providers(),
-                  client: try HTTP2Client(OutboxEngine.http(settings.http, lease: lease)),
+        let providers: [PushTarget.Provider: any PushProvider]
+        let client: HTTP2Client
+        do {
+            providers = try settings.providers()
+            client = try HTTP2Client(OutboxEngine.http(settings.http, lease: lease))
+        } catch let error as HTTPTransportError {
+            throw JobFailure(.config, error.message)
+        }
+        self.init(connection: connection, providers: providers, client: client,
                   maxAttempts: settings.maxAttempts, lease: lease, logger: logger)
     }
 
