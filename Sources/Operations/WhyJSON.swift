@@ -43,6 +43,36 @@ public enum WhyJSON {
         }
         json.add("preferences", object: p)
 
+        let policy = report.deliveryPolicy
+        var d = JSONWriter()
+        if let quiet = policy.quietHours {
+            var q = JSONWriter()
+            q.add("start", quiet.start)
+            q.add("end", quiet.end)
+            q.add("source", quiet.own ? "user" : "organization")
+            d.add("quiet_hours", object: q)
+        } else {
+            d.add("quiet_hours", nil as String?)
+        }
+        if let cap = policy.dailyCap {
+            var c = JSONWriter()
+            c.add("cap", cap.cap)
+            c.add("source", cap.own ? "user" : "organization")
+            d.add("daily_cap", object: c)
+        } else {
+            d.add("daily_cap", nil as String?)
+        }
+        d.add("critical_categories", strings: policy.criticalCategories)
+        d.add("channels", objects: policy.channels.map { channel in
+            var c = JSONWriter()
+            c.add("category", channel.category)
+            c.add("default", channel.categoryDefault)
+            c.add("organization", channel.organization)
+            c.add("user", channel.user)
+            return c
+        })
+        json.add("delivery_policy", object: d)
+
         json.add("rules", objects: report.rules.map { rule in
             var r = JSONWriter()
             r.add("scenario", rule.scenario)

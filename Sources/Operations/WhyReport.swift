@@ -33,6 +33,18 @@ public struct WhyReport {
         public var categoriesOff: [String] { categories.filter { !$0.on }.map(\.name) }
     }
 
+    /// How the user's pushes are delivered (issue 9's policies), as the engine reads them: each with whose it is.
+    public struct DeliveryPolicy {
+        /// The quiet-hours window (local times, "22:00"), and whether it is the user's own (else the organization's).
+        public var quietHours: (start: String, end: String, own: Bool)?
+        /// The daily cap of non-critical pushes, and whether it is the user's own (lower than the organization's).
+        public var dailyCap: (cap: Int, own: Bool)?
+        /// The organization's critical categories (through quiet hours and the category switch, never capped).
+        public var criticalCategories: [String]
+        /// Categories whose channels are not push and inbox: the organization's choice, narrowed by the user's.
+        public var channels: [(category: String, categoryDefault: String, organization: String?, user: String?)]
+    }
+
     /// One scenario's effective rule for the user's organization, merged as the engine merges it.
     public struct Rule {
         public var scenario: String
@@ -123,6 +135,7 @@ public struct WhyReport {
     public var scenario: String?
     public var since: Date?
     public var preferences: Preferences?
+    public var deliveryPolicy = DeliveryPolicy(criticalCategories: [], channels: [])
     public var rules: [Rule]
     public var devices: [Device]
     /// Oldest first.
@@ -172,6 +185,7 @@ extension WhyReport {
         var report = WhyReport(user: user, scenario: scenario, since: since, preferences: try preferences(connection, userID),
                                rules: try rules(connection, user.organizationID, scenario: scenario),
                                devices: try devices(connection, userID), decisions: [], notifications: [])
+        report.deliveryPolicy = try deliveryPolicy(connection, userID)
         report.decisions = try decisions(connection, userID, scenario: scenario, since: since)
         report.notifications = try notifications(connection, userID, scenario: scenario, since: since)
         return report
@@ -191,6 +205,37 @@ extension WhyReport {
         return Preferences(enabled: switches["enabled"] ?? true,
                            categories: switches.filter { $0.key != "enabled" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
                            updatedAt: try row.decode(0))
+    }
+
+    static func deliveryPolicy(_ connection: Connection, _ userID: UUID) throws -> DeliveryPolicy {
+        // The engine's reading (Recipient.wrap): the user's window beats the organization's, the lower cap applies.
+        let row = try connection.query("""
+            SELECT to_char(coalesce(pc.quiet_hours_start, op.quiet_hours_start), 'HH24:MI'),
+                   to_char(coalesce(pc.quiet_hours_end, op.quiet_hours_end), 'HH24:MI'), pc.quiet_hours_start IS NOT NULL,
+                   least(op.daily_push_cap, pc.daily_push_cap), pc.daily_push_cap IS NOT NULL AND pc.daily_push_cap <= coalesce(op.daily_push_cap, 100),
+                   array_to_string(coalesce(op.critical_categories, '{}'), ',')
+              FROM users u
+              LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
+              LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
+             WHERE u.id = \(userID)
+            """).first!
+        var policy = DeliveryPolicy(criticalCategories: [], channels: [])
+        if let start = try row.decode(0, as: String?.self), let end = try row.decode(1, as: String?.self) {
+            policy.quietHours = (start, end, try row.decode(2))
+        }
+        if let cap = try row.decode(3, as: Int?.self) { policy.dailyCap = (cap, try row.decode(4)) }
+        let critical: String = try row.decode(5)
+        policy.criticalCategories = critical.isEmpty ? [] : critical.split(separator: ",").map(String.init)
+        policy.channels = try connection.query("""
+            SELECT c.category, c.channels, oc.channels, uc.channels
+              FROM notification_categories c
+              JOIN users u ON u.id = \(userID)
+              LEFT JOIN organization_category_channels oc ON oc.organization_id = u.organization_id AND oc.category = c.category
+              LEFT JOIN user_category_channels uc ON uc.user_id = u.id AND uc.category = c.category
+             WHERE coalesce(oc.channels, c.channels, 'push_and_inbox') <> 'push_and_inbox' OR coalesce(uc.channels, 'push_and_inbox') <> 'push_and_inbox'
+             ORDER BY c.category
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2, as: String?.self), try $0.decode(3, as: String?.self)) }
+        return policy
     }
 
     public static func rules(_ connection: Connection, _ organization: UUID, scenario: String?) throws -> [Rule] {

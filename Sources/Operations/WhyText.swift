@@ -28,6 +28,27 @@ public enum WhyText {
         }
         line()
 
+        let policy = report.deliveryPolicy
+        var rules: [String] = []
+        if let quiet = policy.quietHours {
+            rules.append("quiet hours \(quiet.start)–\(quiet.end) (\(quiet.own ? "the user's own" : "the organization's"); pushes inside wait for the end)")
+        } else {
+            rules.append("no quiet hours")
+        }
+        if let cap = policy.dailyCap {
+            rules.append("daily cap \(cap.cap) non-critical push\(cap.cap == 1 ? "" : "es") (\(cap.own ? "the user's own" : "the organization's"))")
+        } else {
+            rules.append("no daily cap")
+        }
+        if !policy.criticalCategories.isEmpty { rules.append("critical: " + policy.criticalCategories.joined(separator: ", ")) }
+        for channel in policy.channels {
+            var whose = [channel.organization.map { "the organization's \($0)" } ?? "the category's \(channel.categoryDefault)"]
+            if let user = channel.user { whose.append("narrowed by the user's \(user)") }
+            rules.append("\(channel.category): " + whose.joined(separator: ", "))
+        }
+        line("Delivery policy: " + rules.joined(separator: "; "))
+        line()
+
         line("Organization rules in force (scenario_defaults merged with the organization's row):")
         let width = report.rules.map(\.scenario.count).max() ?? 0
         for rule in report.rules {

@@ -68,6 +68,31 @@ import TestSupport
         #expect(result.stdout.contains("no delivery: inbox_only_channel"), "\(result.stdout)")
     }
 
+    /// The delivery policy in force, with whose each part is: the organization's quiet hours, the user's own
+    /// lower cap, the critical categories, and the channels that are not push and inbox.
+    @Test func theDeliveryPolicyInForceIsShownWithWhoseItIs() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end, daily_push_cap, critical_categories)
+            VALUES (\(org), '22:00', '07:00', 3, '{new_assignment}')
+            """)
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivity', 'inbox_only')")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, daily_push_cap) VALUES (\(kari), 1)")
+        let text = try why([kari.uuidString])
+        #expect(text.status == 0, "stderr: \(text.stderr)")
+        #expect(text.stdout.contains("Delivery policy: quiet hours 22:00–07:00 (the organization's; pushes inside wait for the end); daily cap 1 non-critical push (the user's own); critical: new_assignment; inactivity: the organization's inbox_only"), "\(text.stdout)")
+        let json = try why([kari.uuidString, "--format", "json"])
+        let first = try #require(json.stdout.split(separator: "\n").first, "the report is the first line")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
+        let policy = try #require(report["delivery_policy"] as? [String: Any], "\(json.stdout)")
+        #expect((policy["quiet_hours"] as? [String: Any])?["source"] as? String == "organization")
+        #expect((policy["daily_cap"] as? [String: Any])?["cap"] as? Int == 1)
+        #expect((policy["daily_cap"] as? [String: Any])?["source"] as? String == "user")
+        #expect(policy["critical_categories"] as? [String] == ["new_assignment"])
+        #expect((policy["channels"] as? [[String: Any]])?.first?["organization"] as? String == "inbox_only")
+    }
+
     @Test func textTellsTheWholeStoryInOrderAndWritesNothing() throws {
         let h = try history()
         let before = try f.fingerprint()
