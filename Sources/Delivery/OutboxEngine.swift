@@ -96,7 +96,7 @@ public final class OutboxEngine {
         do {
             providers = try settings.providers()
             client = try HTTP2Client(OutboxEngine.http(settings.http, lease: lease))
-        } catch let error as HTTPTransportError {
+        } catch let error as HTTPTransportError where error.kind == .notHTTP2 {
             throw JobFailure(.config, error.message)
         }
         self.init(connection: connection, providers: providers, client: client,
@@ -138,7 +138,7 @@ public final class OutboxEngine {
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
                 }
                 let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable, excluding: Set(stoppedEndpoints.keys))
+                batch = try claim(scope: scope, providers: usable, excluding: stoppedEndpoints(of: usable))
                 timings.claims += ContinuousClock.now - claimStarted
             }
             if batch.isEmpty { break }
@@ -230,6 +230,12 @@ public final class OutboxEngine {
 
     static let suspectReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "SENDER_ID_MISMATCH"]
 
+    /// The stopped endpoints of providers still sending: a claim leaves their deliveries out (a stopped
+    /// provider is left out whole, by the queue's own column).
+    private func stoppedEndpoints(of live: Set<PushTarget.Provider>) -> Set<SuspectKey> {
+        Set(stoppedEndpoints.keys.filter { live.contains($0.provider) })
+    }
+
     /// Stops the pushes to one endpoint for the run; the provider too once none of its endpoints is left.
     private func stopEndpoint(_ key: SuspectKey, reason: String, live: inout Set<PushTarget.Provider>) {
         stoppedEndpoints[key] = reason
@@ -311,37 +317,32 @@ public final class OutboxEngine {
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
         // The one job run's deliveries, or every due one (then from the queue alone: it carries the
-        // provider, and the scope has nothing to filter elsewhere), unless an endpoint is to be left out:
-        // then the token says which endpoint a delivery goes to ('apns/sandbox', as `SuspectKey` writes it).
-        let skipped = PostgresArray(excluding.map(\.description).sorted())
+        // provider, and the scope has nothing to filter elsewhere). An APNs environment stopped for the run
+        // (its host unreachable, its setup suspect) is left out by the token's environment: only then does
+        // the claim look up the token of each due APNs row ahead of it.
+        let stoppedAPNs = excluding.filter { $0.provider == .apns }.compactMap { $0.environment?.rawValue }.sorted()
+        let leftOut: Query = stoppedAPNs.isEmpty ? "" : """
+             AND (q.provider <> 'apns' OR NOT EXISTS (
+                   SELECT 1 FROM deliveries sd JOIN device_tokens st ON st.id = sd.device_token_id
+                    WHERE sd.id = q.delivery_id AND st.apns_environment = ANY(\(PostgresArray(stoppedAPNs))::text[])))
+            """
         let due: Query = runID.map { runID in
             """
             SELECT q.ctid FROM delivery_queue q
               JOIN deliveries d ON d.id = q.delivery_id
               JOIN notifications n ON n.id = d.notification_id
-              JOIN device_tokens t ON t.id = d.device_token_id
-             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint
-               AND t.provider || '/' || coalesce(t.apns_environment, '-') <> ALL(\(skipped)::text[])
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint\(leftOut)
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED
             """
-        } ?? (excluding.isEmpty ? """
+        } ?? """
             SELECT q.ctid FROM delivery_queue q
-             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])\(leftOut)
              ORDER BY q.next_attempt_at
              LIMIT \(batchSize)
              FOR UPDATE OF q SKIP LOCKED
-            """ : """
-            SELECT q.ctid FROM delivery_queue q
-              JOIN deliveries d ON d.id = q.delivery_id
-              JOIN device_tokens t ON t.id = d.device_token_id
-             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])
-               AND t.provider || '/' || coalesce(t.apns_environment, '-') <> ALL(\(skipped)::text[])
-             ORDER BY q.next_attempt_at
-             LIMIT \(batchSize)
-             FOR UPDATE OF q SKIP LOCKED
-            """)
+            """
         // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
         let presentations = try self.presentations(on: connection)
         // `q.ctid = ANY(ARRAY(…))` makes the update go straight to the rows the claim locked (a locked row
@@ -450,7 +451,7 @@ public final class OutboxEngine {
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
-                    let excluding = Set(stoppedEndpoints.keys)
+                    let excluding = stoppedEndpoints(of: live)
                     writer.requestClaim { [unowned self] in
                         try self.claim(scope: scope, providers: providers, excluding: excluding, on: writer.claimConnection)
                     }

@@ -727,6 +727,12 @@ import TestSupport
         #expect(try states() == ["pending": 1])
         #expect(try delivery(token: try #require(try f.connection.query("SELECT token FROM device_tokens").first).decode(0)).attempts == 0)
         #expect(push.server.requests().isEmpty)
+        // FCM alone: its first word with Google is the token endpoint's, refused the same way (78, not 69).
+        var fcmOnly = environment
+        for key in ["APNS_KEY_FILE", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENDPOINT", "APNS_SANDBOX_ENDPOINT"] { fcmOnly.removeValue(forKey: key) }
+        let fcm = try Jobs.pushDeliver(db, environment: fcmOnly)
+        #expect(fcm.status == 78, "stderr: \(fcm.stderr)")
+        #expect(fcm.stderr.contains("PUSH_CA_FILE"), "\(fcm.stderr)")
     }
 
     /// FCM answers 401 and the token endpoint is down when a fresh access token is asked for: FCM is

@@ -106,6 +106,19 @@ import TestSupport
         #expect(try pushes(kari) == ["assignment_follow_up:cancelled", "inactivity:pending"])
     }
 
+    /// A push push-deliver has claimed may be on the phone already: cancelled then, it keeps its slot.
+    @Test func aClaimedPushCancelledKeepsItsSlot() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("assignment-follow-up")
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() + interval '5 minutes'") // claimed
+        let assignment: UUID = try f.connection.query("SELECT id FROM assignments WHERE mentor_id = \(kari)").first!.decode(0)
+        try f.acknowledge(assignment, daysAgo: 0)
+        #expect(try pushes(kari) == ["assignment_follow_up:cancelled"])
+        #expect(try f.count("daily_push_slots") == 1, "it may have gone out")
+        let result = try run("inactivity-check")
+        #expect(result.summary?["capped"] as? Int == 1, "\(result.stdout)")
+    }
+
     @Test func aPushAlreadySentKeepsItsSlotAndAnOrganizationMayReorder() throws {
         // This organization puts inactivity first: the follow-up is the one capped.
         try f.connection.execute("INSERT INTO organization_scenario_rules (organization_id, scenario, priority) VALUES (\(org), 'inactivity', 5)")
