@@ -3,6 +3,18 @@ import Testing
 import TestSupport
 
 @Suite struct MigrateTests {
+    /// A folder of this repository's migrations (those numbered below `before`, when given), to add to or to
+    /// migrate a database only part of the way; the caller deletes it.
+    func migrationsCopy(before: String? = nil) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let source = Paths.root.appendingPathComponent("sql/migrations")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where before.map({ file < $0 }) ?? true {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+        }
+        return dir
+    }
+
     @Test func migrateAppliesOnceAndRunningAgainChangesNothing() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let files = try FileManager.default.contentsOfDirectory(atPath: Paths.root.appendingPathComponent("sql/migrations").path)
@@ -40,13 +52,8 @@ import TestSupport
     /// longer --statement-timeout), not 78 as if its SQL were wrong; with the limit lifted it goes through.
     @Test func aMigrationThatTimesOutExits75AndGoesThroughWithoutTheLimit() throws {
         let db = try TestCluster.shared().makeDatabase()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = Paths.root.appendingPathComponent("sql/migrations")
-        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {
-            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-        }
         try "CREATE TABLE slow_build (id int); SELECT pg_sleep(2);".write(to: dir.appendingPathComponent("0999_slow.sql"), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--statement-timeout", "1"], database: db)
         #expect(result.status == 75, "stderr: \(result.stderr)")
@@ -58,13 +65,8 @@ import TestSupport
 
     @Test func aFailingMigrationIsRolledBackAndExits78() throws {
         let db = try TestCluster.shared().makeDatabase()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = Paths.root.appendingPathComponent("sql/migrations")
-        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {
-            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-        }
         try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_broken.sql"), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
         #expect(result.status == 78)
@@ -77,13 +79,8 @@ import TestSupport
     @Test func theUpgradeToTheQueueTableMovesEveryOpenDeliveryAndNothingElse() throws {
         // A database at 0014, with deliveries in every state.
         let db = try TestCluster.shared().makeDatabase(migrated: false)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try migrationsCopy(before: "0015")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = Paths.root.appendingPathComponent("sql/migrations")
-        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file < "0015" {
-            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-        }
         #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
         let f = try Fixtures(db)
         let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
@@ -114,13 +111,8 @@ import TestSupport
     /// by the upgrade, with the reason and an event; the APNs one stays queued.
     @Test func theUpgradeSettlesDeliveriesNoJobCouldSend() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try migrationsCopy(before: "0018")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = Paths.root.appendingPathComponent("sql/migrations")
-        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file < "0018" {
-            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-        }
         #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
         let f = try Fixtures(db)
         let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
