@@ -7,7 +7,12 @@ import Push
 /// push. Read from flags, then environment variables; anything missing or malformed is a
 /// `JobFailure(.config)` naming the variable and the file.
 public struct PushSettings: Sendable {
-    public var apns: APNsCredentials?
+    public var apns: APNsCredentials? {
+        didSet { apnsTokens = apns.map { APNsTokenFactory(credentials: $0) } }
+    }
+    /// The one APNs token factory of these settings: every engine made from them (push-deliver's workers)
+    /// sends the same provider token.
+    public private(set) var apnsTokens: APNsTokenFactory?
     public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
     public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint
     public var fcm: GoogleServiceAccount?
@@ -83,7 +88,8 @@ public struct PushSettings: Sendable {
     public func providers(clock: @escaping () -> Date = Date.init) throws -> [PushTarget.Provider: any PushProvider] {
         var providers: [PushTarget.Provider: any PushProvider] = [:]
         if let apns {
-            providers[.apns] = APNsProvider(credentials: apns, productionEndpoint: apnsEndpoint, sandboxEndpoint: apnsSandboxEndpoint, clock: clock)
+            providers[.apns] = APNsProvider(credentials: apns, productionEndpoint: apnsEndpoint, sandboxEndpoint: apnsSandboxEndpoint,
+                                            clock: clock, tokens: apnsTokens)
         }
         if let fcm {
             providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock)

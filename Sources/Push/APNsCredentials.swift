@@ -45,8 +45,11 @@ public struct APNsCredentials: Sendable {
 
 /// Mints and caches the APNs provider token (an ES256 JWT), as Apple asks: reused for about 50
 /// minutes, refreshed on `ExpiredProviderToken`, and never more often than every 20 minutes
-/// (`TooManyProviderTokenUpdates`).
-public final class APNsTokenFactory {
+/// (`TooManyProviderTokenUpdates`). One per process and key (the fact sheet: one token per team and key,
+/// minted behind a lock): push-deliver's workers share it (`PushSettings.apnsTokens`), so its threads
+/// send one token, not one each.
+public final class APNsTokenFactory: @unchecked Sendable {
+    private let lock = NSLock()
     public let credentials: APNsCredentials
     /// Reuse a token this long before minting a new one.
     public var lifetime: TimeInterval = 50 * 60
@@ -64,17 +67,23 @@ public final class APNsTokenFactory {
 
     /// The bearer token to send now.
     public func token() -> String {
-        let now = clock()
-        if let current, now.timeIntervalSince(current.issuedAt) < lifetime { return current.token }
-        return mint(now)
+        lock.withLock {
+            let now = clock()
+            if let current, now.timeIntervalSince(current.issuedAt) < lifetime { return current.token }
+            return mint(now)
+        }
     }
 
-    /// After APNs answered `ExpiredProviderToken`: a fresh token if the floor allows one, else nil
-    /// (a token younger than 20 minutes called expired means the clock is off: a configuration problem).
-    public func refreshAfterExpiry() -> String? {
-        let now = clock()
-        if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
-        return mint(now)
+    /// After APNs answered `ExpiredProviderToken` to `expired`: the token in force if another user of this
+    /// factory already replaced it, else a fresh one if the floor allows, else nil (a token younger than
+    /// 20 minutes called expired means the clock is off: a configuration problem).
+    public func refreshAfterExpiry(of expired: String? = nil) -> String? {
+        lock.withLock {
+            let now = clock()
+            if let current, let expired, current.token != expired { return current.token }
+            if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
+            return mint(now)
+        }
     }
 
     private func mint(_ now: Date) -> String {

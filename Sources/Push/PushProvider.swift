@@ -27,11 +27,14 @@ public final class APNsProvider: PushProvider {
     private var authorizationHeader: String
     public private(set) var credentialGeneration = 0
 
+    /// `tokens`: the process's factory for these credentials, shared by every provider that sends with them;
+    /// nil makes one of its own on `clock`.
     public init(credentials: APNsCredentials, productionEndpoint: String = APNsRequestBuilder.productionEndpoint,
-                sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint, clock: @escaping () -> Date = Date.init) {
-        tokens = APNsTokenFactory(credentials: credentials, clock: clock)
+                sandboxEndpoint: String = APNsRequestBuilder.sandboxEndpoint, clock: @escaping () -> Date = Date.init,
+                tokens: APNsTokenFactory? = nil) {
+        self.tokens = tokens ?? APNsTokenFactory(credentials: credentials, clock: clock)
         builder = APNsRequestBuilder(topic: credentials.topic, productionEndpoint: productionEndpoint, sandboxEndpoint: sandboxEndpoint)
-        authorization = tokens.token()
+        authorization = self.tokens.token()
         authorizationHeader = "bearer " + authorization
     }
 
@@ -52,7 +55,7 @@ public final class APNsProvider: PushProvider {
     }
 
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
-        guard let fresh = tokens.refreshAfterExpiry() else { return false }
+        guard let fresh = tokens.refreshAfterExpiry(of: authorization) else { return false }
         authorization = fresh
         authorizationHeader = "bearer " + fresh
         credentialGeneration += 1

@@ -1,0 +1,63 @@
+import Delivery
+import Foundation
+import HTTP2
+import Push
+import Testing
+import TestSupport
+
+/// One APNs provider token per process and key, as the fact sheet asks: push-deliver's workers (an engine
+/// each, made from the same settings) send the same token, minted once behind a lock, and one worker's
+/// refresh after ExpiredProviderToken serves the others instead of leaving them "not cured".
+@Suite struct SharedProviderTokenTests {
+    let push: PushEnvironment
+
+    init() throws { push = try PushEnvironment() }
+
+    func message() -> PushMessage {
+        PushMessage(notificationID: UUID(), category: "inactivity", title: "T", body: "B", data: [], badge: 1, expiresAt: nil)
+    }
+
+    func authorization(_ provider: any PushProvider) -> String? {
+        let target = PushTarget(provider: .apns, token: String(repeating: "ab", count: 32), apnsEnvironment: .production)
+        return provider.request(message(), target: target, tag: 0).headers.first { $0.0 == "authorization" }?.1
+    }
+
+    @Test func theWorkersOfOneProcessSendOneToken() throws {
+        let settings = try PushSettings.load(try DeliveryOptions.parse([]), environment: push.variables)
+        let workers = try (0..<4).map { _ in try #require(try settings.providers()[.apns]) }
+        let sent = Set(workers.compactMap(authorization))
+        #expect(sent.count == 1, "one token for every worker, not one each: \(sent.count)")
+        #expect(settings.apnsTokens?.minted == 1)
+    }
+
+    @Test func tokensMintedFromManyThreadsAtOnceAreOne() throws {
+        let settings = try PushSettings.load(try DeliveryOptions.parse([]), environment: push.variables)
+        let factory = try #require(settings.apnsTokens)
+        let lock = NSLock()
+        nonisolated(unsafe) var tokens: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            let token = factory.token()
+            lock.withLock { tokens.append(token) }
+        }
+        #expect(Set(tokens).count == 1)
+        #expect(factory.minted == 1)
+    }
+
+    @Test func aRefreshAnotherWorkerMadeServesTheRest() throws {
+        var now = Date(timeIntervalSince1970: 1_781_510_400)
+        let factory = APNsTokenFactory(credentials: try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
+                                                                        teamID: PushEnvironment.teamID, topic: PushEnvironment.topic),
+                                       clock: { now })
+        let first = factory.token()
+        now += 25 * 60
+        // Worker A is told its token expired: a fresh one.
+        let fresh = try #require(factory.refreshAfterExpiry(of: first))
+        #expect(fresh != first)
+        // Worker B, told the same of the same old token a moment later: the fresh one, not "none within 20 minutes".
+        now += 1
+        #expect(factory.refreshAfterExpiry(of: first) == fresh)
+        #expect(factory.minted == 2)
+        // The fresh one called expired within 20 minutes: the clock is off, no new token.
+        #expect(factory.refreshAfterExpiry(of: fresh) == nil)
+    }
+}
