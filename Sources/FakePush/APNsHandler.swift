@@ -39,6 +39,15 @@ extension FakePushCore {
     private static let devicePathPrefix = "/3/device/"
 
     func handleAPNs(_ request: FakeRequest) -> HandlerOutcome {
+        let outcome = answerAPNs(request)
+        // A connection past its first valid token: one stream after an error, the full limit after a success.
+        if configuration.apnsNarrowAfterError, request.connection.apnsToken != nil {
+            request.connection.advertiseMaxConcurrentStreams(outcome.response.status == 200 ? configuration.apnsMaxConcurrentStreams : 1)
+        }
+        return outcome
+    }
+
+    private func answerAPNs(_ request: FakeRequest) -> HandlerOutcome {
         let connection = request.connection
         let headers = APNsRequestHeaders(request.headers)
         let apnsID = connection.responseAPNsID(requested: headers.apnsID)

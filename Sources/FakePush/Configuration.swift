@@ -50,6 +50,10 @@ extension FakePushServer {
         /// The stream limit a connection advertises (in a new SETTINGS frame) once it has sent a request with a
         /// valid APNs provider token. Apple has been seen advertising 500, 1000 and 1500.
         public var apnsMaxConcurrentStreams = 1000
+        /// After an APNs error answer, the connection advertises one stream until its next success, then
+        /// ``apnsMaxConcurrentStreams`` again: what Apple's servers were seen doing (fact sheet §1.6, openradar
+        /// 27870881; §1.8 item 10, "if configured").
+        public var apnsNarrowAfterError = false
         /// The stream limit a connection advertises once it has sent its first FCM request (Google: about 100).
         public var fcmMaxConcurrentStreams = 100
 

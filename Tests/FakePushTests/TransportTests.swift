@@ -36,6 +36,23 @@ import TestSupport
         #expect(receivedStreamLimits(output) == [1, 1000])
     }
 
+    /// Configured to, the fake narrows an APNs connection to one stream after an error answer and widens it
+    /// again after a success, as Apple's servers were seen doing (fact sheet §1.6, §1.8 item 10).
+    @Test func aConnectionNarrowsToOneStreamAfterAnErrorWhenConfigured() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 1; $0.apnsNarrowAfterError = true }
+        let bad = Tokens.apns()
+        harness.server.setToken(bad, .badDeviceToken)
+        let headers = ["authorization: bearer \(try harness.apnsJWT())", "apns-topic: \(Harness.topic)"]
+        // A fresh connection each: its first valid token widens it, the error narrows it at once.
+        #expect(receivedStreamLimits(try nghttp(harness, path: "/3/device/\(bad)", headers: headers)) == [1, 1000, 1])
+        #expect(receivedStreamLimits(try nghttp(harness, path: "/3/device/\(Tokens.apns())", headers: headers)) == [1, 1000])
+        // Not configured (the default): an error leaves the limit alone.
+        let plain = try Harness { $0.initialMaxConcurrentStreams = 1 }
+        plain.server.setToken(bad, .badDeviceToken)
+        let plainHeaders = ["authorization: bearer \(try plain.apnsJWT())", "apns-topic: \(Harness.topic)"]
+        #expect(receivedStreamLimits(try nghttp(plain, path: "/3/device/\(bad)", headers: plainHeaders)) == [1, 1000])
+    }
+
     @Test func fcmConnectionsStartAtOneStreamLikeAPNsAndAreWidenedTo100() throws {
         let harness = try Harness()
         let output = try nghttp(harness, path: "/v1/projects/\(Harness.project)/messages:send", headers: ["authorization: Bearer x"])
