@@ -135,6 +135,11 @@ enum ConnectionString {
                 found.append(rest.trimmingCharacters(in: .whitespaces))
             }
         }
+        // A password with an unencoded '@': libpq ends the user info at the first one, so what follows it is
+        // read as the host, and quoted as such in its message ("could not translate host name …").
+        for password in found where password.contains("@") {
+            found += password.split(separator: "@").map(String.init)
+        }
         return found
     }
 }

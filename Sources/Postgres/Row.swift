@@ -21,7 +21,8 @@ public struct Row {
 
     /// The column's name, for error messages.
     public func name(_ column: Int) -> String {
-        String(cString: PQfname(result, Int32(column)))
+        guard let name = PQfname(result, Int32(column)) else { return "#\(column)" } // a column out of range
+        return String(cString: name)
     }
 
     public func isNull(_ column: Int) -> Bool {
@@ -175,7 +176,11 @@ extension UUID: PostgresDecodable {
 }
 
 extension Date: PostgresDecodable {
+    /// PostgreSQL's `infinity` and `-infinity` (an open-ended pause, say) are `Date.distantFuture` and
+    /// `Date.distantPast`: a row holding one is data, not a reason to fail the whole query.
     public init?(postgresText bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.elementsEqual("infinity".utf8) { self = .distantFuture; return }
+        if bytes.elementsEqual("-infinity".utf8) { self = .distantPast; return }
         guard let value = Timestamp.parse(bytes) else { return nil }
         self = value
     }
@@ -183,7 +188,8 @@ extension Date: PostgresDecodable {
     public init?(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
         guard type == PostgresType.timestamptz || type == PostgresType.timestamp, bytes.count == 8,
               let micros = PostgresType.integer(bytes) else { return nil }
-        guard micros != Int64.max, micros != Int64.min else { return nil } // infinity
+        if micros == Int64.max { self = .distantFuture; return }
+        if micros == Int64.min { self = .distantPast; return }
         self = Date(timeIntervalSince1970: 946_684_800 + Double(micros) / 1_000_000)
     }
     public static var postgresTypeName: String { "timestamptz" }
@@ -236,7 +242,9 @@ extension Array: PostgresDecodable where Element: PostgresDecodable {
         }
         guard let dimensions = int32(at: 0), let elementType = int32(at: 8) else { return nil }
         if dimensions == 0 { self = []; return }
-        guard dimensions == 1, let count = int32(at: 12), count >= 0 else { return nil }
+        // Each element takes at least its 4-byte length: a count the bytes cannot hold is refused before any
+        // memory is reserved for it.
+        guard dimensions == 1, let count = int32(at: 12), count >= 0, count <= (bytes.count - 20) / 4 else { return nil }
         var offset = 20
         var values: [Element] = []
         values.reserveCapacity(count)

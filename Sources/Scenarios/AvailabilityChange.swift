@@ -58,7 +58,7 @@ public struct AvailabilityChange: EventScenario {
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(eventID: try row.decode("event_id"), lifted: try row.decode("lifted"), mentorID: try row.decode("mentor_id"),
                   mentorName: try row.decode("mentor_name"), pauseID: try row.decode("pause_id"), startsAt: try row.decode("starts_at"),
-                  endsAt: try row.decode("ends_at", as: Date?.self), reason: try row.decode("reason", as: String?.self))
+                  endsAt: CurrentPause.end(try row.decode("ends_at", as: Date?.self)), reason: try row.decode("reason", as: String?.self))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {

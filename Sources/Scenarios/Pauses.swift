@@ -25,11 +25,16 @@ struct CurrentPause {
         """
     }
 
+    /// A pause's `ends_at` as the scenarios use it: none (until further notice) when NULL or `infinity`.
+    static func end(_ endsAt: Date?) -> Date? {
+        endsAt == .distantFuture ? nil : endsAt
+    }
+
     /// The pause of a candidate row that selected `columns`, if the mentor is paused.
     init?(_ row: CandidateRow) throws {
         guard let since = try row.decode("paused_since", as: Date?.self) else { return nil }
         self.since = since
-        until = try row.decode("paused_until", as: Date?.self)
+        until = CurrentPause.end(try row.decode("paused_until", as: Date?.self))
         reason = try row.decode("pause_reason", as: String?.self)
     }
 

@@ -114,6 +114,15 @@ import TestSupport
         }
     }
 
+    /// A password with an unencoded '@': libpq takes what follows it for the host and quotes that in its
+    /// message. That part of the password is redacted too.
+    @Test func aPasswordWithAnAtSignIsRedactedWhereLibpqTakesItForTheHost() throws {
+        let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql://u:pa55word@x7q@nonexistent.invalid/db?connect_timeout=2"], database: nil)
+        #expect(result.status != 0)
+        #expect(!result.stderr.contains("x7q@") && !result.stderr.contains("pa55word"), "\(result.stderr)")
+        #expect(!result.stdout.contains("x7q@") && !result.stdout.contains("pa55word"), "\(result.stdout)")
+    }
+
     @Test func unmigratedDatabaseExits78AndNamesTheMigrateCommand() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let result = try Jobs.run("inactivity-check", [], database: db)

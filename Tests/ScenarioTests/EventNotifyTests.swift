@@ -301,6 +301,23 @@ import TestSupport
         #expect(try pending() == 0)
     }
 
+    /// An open-ended pause stored as `ends_at = 'infinity'` (PostgreSQL allows it, and apps write it) is a pause
+    /// until further notice: the coordinator is told, inactivity-check suppresses the mentor as paused. Before,
+    /// the timestamp failed to decode: event-notify exited on that batch again and again.
+    @Test func aPauseEndingAtInfinityIsAPauseUntilFurtherNotice() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason) VALUES (\(kari), now() - interval '1 day', 'infinity', 'ferie')")
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try f.inbox(linda).count == 1)
+        #expect(try pending() == 0)
+        let check = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(check.status == 0, "stderr: \(check.stderr)")
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari) AND reason = 'paused'").first!.decode(0)
+        #expect(detail.contains("until further notice"), "\(detail)")
+    }
+
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
