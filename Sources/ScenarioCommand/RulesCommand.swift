@@ -138,6 +138,9 @@ public struct RulesCommand: ParsableCommand {
                 for reason in reasons {
                     Output.line("  suppressed \(reason): \(proposed.suppressed[reason] ?? 0) (as the rules are: \(current.suppressed[reason] ?? 0))")
                 }
+                if proposed.invalidOrganizations > 0 {
+                    Output.line("  not counted: \(proposed.invalidOrganizations) organization(s) with invalid settings or templates, which the jobs skip too (see rules --validate)")
+                }
             case .json:
                 var writer = JSONWriter()
                 writer.add("scenario", key)
@@ -146,6 +149,7 @@ public struct RulesCommand: ParsableCommand {
                 writer.add("candidates", proposed.candidates)
                 writer.add("notified_now", current.notified)
                 writer.add("candidates_now", current.candidates)
+                writer.add("invalid_organizations", proposed.invalidOrganizations)
                 Output.line(writer.json)
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import JobKit
 import Mustache
 import Postgres
+import TextCoding
 
 /// A scenario's message templates for one organization: per language a title and a body, the
 /// organization's own where it has one, else the shipped default (`message_templates`). Rendered with
@@ -59,7 +60,7 @@ struct TemplateValues: MustacheParent {
         converted.reserveCapacity(values.count)
         for (name, value) in values {
             switch value {
-            case let text as String: converted[name] = TemplateText(renderText: text)
+            case let text as String: converted[name] = TemplateText(renderText: TemplateValues.shown(text))
             case let number as Int: converted[name] = TemplateText(renderText: String(number))
             case let items as [[String: Any]]: converted[name] = items.map(TemplateValues.init)
             default: converted[name] = value
@@ -69,6 +70,28 @@ struct TemplateValues: MustacheParent {
     }
 
     func child(named name: String) -> Any? { values[name] }
+
+    /// Outside text (a name, a pause's reason, an assignment's title) as a lock screen shows it: control
+    /// characters (a line break, an escape) become spaces and bidirectional controls are dropped, so no value
+    /// can break a title's line or make it read backwards.
+    static func shown(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || TerminalText.bidiControls.contains($0.value) }) else {
+            return text
+        }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if TerminalText.bidiControls.contains(scalar.value) { continue }
+            out.append(scalar.properties.generalCategory == .control ? " " : scalar)
+        }
+        return String(out)
+    }
+}
+
+/// `{{.}}` names no variable: it renders nothing (else Swift's description of the values), and the
+/// template check refuses it.
+extension TemplateValues: MustacheCustomRenderable {
+    var renderText: String { "" }
+    var isNull: Bool { false }
 }
 
 /// A value rendered as its text.
@@ -197,4 +220,13 @@ public enum TemplateCheck {
 
         var allAsked: Set<String> { children.reduce(asked) { $0.union($1.allAsked) } }
     }
+}
+
+/// The probe notes `{{.}}` as a name asked for, so the check refuses it as no variable.
+extension TemplateCheck.Probe: MustacheCustomRenderable {
+    var renderText: String {
+        asked.insert(".")
+        return ""
+    }
+    var isNull: Bool { false }
 }

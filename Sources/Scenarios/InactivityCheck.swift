@@ -93,7 +93,9 @@ public struct InactivityCheck: Scenario {
             why = "never logged an activity; joined \(days) days ago (threshold \(rule.settings.thresholdDays))"
         }
         if anchor != stretchStart { why += "; reminded \(day(anchor)), still inactive" }
-        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": days, "never_active": candidate.lastActivity == nil])
+        // The text says how long since the last activity (or joining), whatever a pause did to the stretch.
+        let sinceLast = now.wholeDays(since: candidate.lastActivity ?? candidate.joinedAt)
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": sinceLast, "never_active": candidate.lastActivity == nil])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,

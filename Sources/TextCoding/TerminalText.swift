@@ -2,7 +2,7 @@
 public enum TerminalText {
     /// Text safe for a terminal: control characters (newlines, escape sequences) shown as `\u{…}`.
     /// U+200E/F marks, U+202A–U+202E embeddings and overrides, U+2066–U+2069 isolates.
-    static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
+    public static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
 
     public static func printable(_ text: String) -> String {
         // Fast path on bytes: C0 controls, DEL, the C1 controls (UTF-8 lead byte 0xC2 followed by 0x80–0x9F),

@@ -89,6 +89,9 @@ import TestSupport
         #expect(try f.inbox(recentlyBack).isEmpty)
         #expect(try f.decisions(recentlyBack).isEmpty)
         #expect(try f.inbox(longBack).count == 1)
+        // The stretch counts from the lift; the text says how long since the last activity, as it reads.
+        let body = try f.inbox(longBack).first?.body ?? ""
+        #expect(body.contains("Det er 60 dager siden du sist registrerte en aktivitet"), "\(body)")
     }
 
     @Test func remindedOncePerStretchThenAgainAfterAnotherFullThreshold() throws {

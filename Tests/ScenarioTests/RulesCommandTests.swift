@@ -58,6 +58,18 @@ import TestSupport
         #expect(try f.count("organization_scenario_rules") == 0)
     }
 
+    /// An organization the jobs would skip (a template saved before the check) is said, not counted as
+    /// "would notify 0 of 0" without a word.
+    @Test func theWhatIfSaysWhichOrganizationsItCouldNotCount() throws {
+        try f.mentor(org, "Twenty days quiet", lastActivityDaysAgo: 20)
+        try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
+        try f.connection.execute("INSERT INTO message_templates (scenario, language, organization_id, title, body) VALUES ('inactivity', 'nb', \(org), 'Hei {{#name}}', 'x')")
+        try f.connection.execute("ALTER TABLE message_templates ENABLE TRIGGER message_templates_valid")
+        let result = try Jobs.run("rules", ["--dry-run", "--set", "inactivity.threshold_days=7"], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("not counted: 1 organization(s) with invalid settings or templates"), "\(result.stdout)")
+    }
+
     @Test(arguments: [
         (["--dry-run", "--set", "inactivity.threshold_dayz=7"], "inactivity.threshold_dayz is not a setting of inactivity"),
         (["--dry-run", "--set", "inactivity.threshold_days=0"], "must be an integer from 1 to 365"),

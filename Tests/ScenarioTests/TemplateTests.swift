@@ -46,12 +46,14 @@ import TestSupport
         let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
         #expect(result.status == 0, "\(result.stderr)")
         let inbox = try #require(try f.inbox(mentor).first)
-        #expect(inbox.body.hasPrefix("Hei \(hostile)! Det er 20 dager"), "the name as it is, not as template syntax")
+        // The name as it is, not as template syntax (its line break shown as a space, as any control character).
+        let shown = hostile.replacingOccurrences(of: "\n", with: " ")
+        #expect(inbox.body.hasPrefix("Hei \(shown)! Det er 20 dager"), "the name as it is, not as template syntax")
         #expect(try f.deliveryStates(mentor) == ["sent", "sent"])
         for request in push.server.requests() where request.provider == .apns {
             #expect(request.body.count <= 4096, "APNs payload within 4 KB")
             let alert = ((request.json as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
-            #expect((alert?["body"] as? String)?.hasPrefix("Hei {{#never_active}}X{{/never_active}}{{> partial}}\"}\\\n") == true)
+            #expect((alert?["body"] as? String)?.hasPrefix("Hei {{#never_active}}X{{/never_active}}{{> partial}}\"}\\ ") == true)
         }
     }
 
@@ -87,6 +89,19 @@ import TestSupport
         let validate = try Jobs.run("rules", ["--validate"], database: db)
         #expect(validate.status == 78)
         #expect(validate.stdout.contains("message template inactivity/nb"), "\(validate.stdout)")
+    }
+
+    /// Outside text in a title or body cannot break its line or make it read backwards on a lock screen:
+    /// control characters become spaces, bidirectional controls are dropped. And `{{.}}` (no variable) is
+    /// refused by the check and renders nothing, not Swift's description of the values.
+    @Test func valuesAreShownPlainAndTheDotIsNoVariable() throws {
+        let variables = [TemplateVariable(name: "name", kind: .text), TemplateVariable(name: "never_active", kind: .flag)]
+        let template = try TemplateCheck.checked("Hei {{name}}!", variables: variables, part: "title")
+        #expect(template.render(TemplateValues(["name": "Kari\n\u{202E}Nordmann\u{1b}[2J"])) == "Hei Kari Nordmann [2J!")
+        #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("Hei {{.}}", variables: variables, part: "body") }
+        #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{#never_active}}{{.}}{{/never_active}}", variables: variables, part: "body") }
+        let unchecked = try MessageTemplates.compile("Hei {{.}}")
+        #expect(unchecked.render(TemplateValues(["name": "Kari"])) == "Hei ")
     }
 
     @Test func theRendererFindsAnUnknownNameInASectionEitherWay() throws {
