@@ -96,7 +96,7 @@ public final class OutboxEngine {
         do {
             providers = try settings.providers()
             client = try HTTP2Client(OutboxEngine.http(settings.http, lease: lease))
-        } catch let error as HTTPTransportError where error.kind == .notHTTP2 {
+        } catch let error as HTTPTransportError where error.isOurSetup {
             throw JobFailure(.config, error.message)
         }
         self.init(connection: connection, providers: providers, client: client,
@@ -138,7 +138,7 @@ public final class OutboxEngine {
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
                 }
                 let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable, excluding: stoppedEndpoints(of: usable))
+                batch = try claim(scope: scope, providers: usable, excluding: endpointsLeftOut(of: usable))
                 timings.claims += ContinuousClock.now - claimStarted
             }
             if batch.isEmpty { break }
@@ -232,7 +232,7 @@ public final class OutboxEngine {
 
     /// The stopped endpoints of providers still sending: a claim leaves their deliveries out (a stopped
     /// provider is left out whole, by the queue's own column).
-    private func stoppedEndpoints(of live: Set<PushTarget.Provider>) -> Set<SuspectKey> {
+    private func endpointsLeftOut(of live: Set<PushTarget.Provider>) -> Set<SuspectKey> {
         Set(stoppedEndpoints.keys.filter { live.contains($0.provider) })
     }
 
@@ -451,7 +451,7 @@ public final class OutboxEngine {
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
                 } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
                     let providers = live
-                    let excluding = stoppedEndpoints(of: live)
+                    let excluding = endpointsLeftOut(of: live)
                     writer.requestClaim { [unowned self] in
                         try self.claim(scope: scope, providers: providers, excluding: excluding, on: writer.claimConnection)
                     }

@@ -58,6 +58,10 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     public var kind: Kind
     public var message: String
 
+    /// Our setup is at fault (a libcurl without HTTP/2, a CA file that cannot verify the server): trying
+    /// again cannot help.
+    public var isOurSetup: Bool { kind == .notHTTP2 || kind == .untrusted }
+
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message

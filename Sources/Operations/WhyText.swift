@@ -10,7 +10,7 @@ public enum WhyText {
         var out = ""
         // Names, titles, bodies and reasons are outside text: control and bidi characters are shown escaped, so
         // a pause reason with an escape sequence in it cannot clear or rewrite the operator's screen.
-        func line(_ text: String = "") { out += TerminalText.printable(text) + "\n" }
+        func line(_ text: String = "") { out += OutsideText.printable(text) + "\n" }
         let user = report.user
 
         line("why \(user.id.lowercasedString): \(user.name), \(user.role) in \(JSONWriter.string(user.organizationName)) (organization \(user.organizationID.lowercasedString))")

@@ -70,7 +70,7 @@ public final class GoogleAccessTokens {
         let result = client.send([request])[0]
         fetched += 1
         switch result {
-        case .failure(let error) where error.kind == .untrusted || error.kind == .notHTTP2:
+        case .failure(let error) where error.isOurSetup:
             // Our setting (the CA file), not an outage: no later try can help.
             throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: \(error.message)"))
         case .failure(let error):

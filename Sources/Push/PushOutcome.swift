@@ -89,11 +89,8 @@ public enum APNsOutcome {
     }
 
     static func transport(_ error: HTTPTransportError) -> PushOutcome {
-        switch error.kind {
-        case .notHTTP2, .untrusted: return .credentialsBroken(reason: error.message)
-        case .connect: return .unreachable(reason: error.message)
-        case .timeout, .broken: return .retry(after: nil, reason: error.message)
-        }
+        if error.isOurSetup { return .credentialsBroken(reason: error.message) }
+        return error.kind == .connect ? .unreachable(reason: error.message) : .retry(after: nil, reason: error.message)
     }
 }
 

@@ -60,7 +60,7 @@ struct TemplateValues: MustacheParent {
         converted.reserveCapacity(values.count)
         for (name, value) in values {
             switch value {
-            case let text as String: converted[name] = TemplateText(renderText: TemplateValues.shown(text))
+            case let text as String: converted[name] = TemplateText(renderText: OutsideText.flattened(text))
             case let number as Int: converted[name] = TemplateText(renderText: String(number))
             case let items as [[String: Any]]: converted[name] = items.map(TemplateValues.init)
             default: converted[name] = value
@@ -70,21 +70,6 @@ struct TemplateValues: MustacheParent {
     }
 
     func child(named name: String) -> Any? { values[name] }
-
-    /// Outside text (a name, a pause's reason, an assignment's title) as a lock screen shows it: control
-    /// characters (a line break, an escape) become spaces and bidirectional controls are dropped, so no value
-    /// can break a title's line or make it read backwards.
-    static func shown(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || TerminalText.bidiControls.contains($0.value) }) else {
-            return text
-        }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            if TerminalText.bidiControls.contains(scalar.value) { continue }
-            out.append(scalar.properties.generalCategory == .control ? " " : scalar)
-        }
-        return String(out)
-    }
 }
 
 /// `{{.}}` names no variable: it renders nothing (else Swift's description of the values), and the

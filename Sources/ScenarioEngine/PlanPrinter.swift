@@ -26,7 +26,7 @@ public struct PlanPrinter {
     func notDue(_ organization: String, id: UUID, why: String) {
         switch format {
         case .text:
-            emit("LATER   \(PlanPrinter.printable(organization)) (organization \(id.lowercasedString)): \(why)")
+            emit("LATER   \(OutsideText.printable(organization)) (organization \(id.lowercasedString)): \(why)")
         case .json:
             var writer = JSONWriter()
             writer.add("organization_id", id.lowercasedString)
@@ -44,13 +44,13 @@ public struct PlanPrinter {
     }
 
     private func printText(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
-        var who = "\(PlanPrinter.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(PlanPrinter.printable(organization)))"
-        if let subject, !subject.hasPrefix("stretch:") { who += " about \(PlanPrinter.printable(subject))" }
+        var who = "\(OutsideText.printable(recipient.displayName)) (user \(recipient.userID.lowercasedString), \(OutsideText.printable(organization)))"
+        if let subject, !subject.hasPrefix("stretch:") { who += " about \(OutsideText.printable(subject))" }
         switch decision {
         case .notify(let draft):
             let devices = recipient.activeDevices == 0 ? "no device: inbox only" : recipient.activeDevices == 1 ? "1 device" : "\(recipient.activeDevices) devices"
             var push = ""
-            if let inboxOnly = draft.inboxOnly { push = "; \(PlanPrinter.printable(inboxOnly.detail))" }
+            if let inboxOnly = draft.inboxOnly { push = "; \(OutsideText.printable(inboxOnly.detail))" }
             else if let deliverAt = draft.deliverAt, recipient.activeDevices > 0 { push = "; DEFER the push until \(Timestamp.iso8601(deliverAt)) (quiet hours)" }
             if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot {
                 push += slot.takenWhenPlanned.map { $0 >= slot.cap
@@ -59,11 +59,11 @@ public struct PlanPrinter {
             }
             if !draft.inInbox && draft.inboxOnly == nil && recipient.activeDevices > 0 { push += "; push only: not listed in the inbox" }
             if draft.critical { push += "; critical: time-sensitive" }
-            emit("NOTIFY  \(who): \(PlanPrinter.printable(draft.why)); \(devices)\(push)")
-            emit("        [\(recipient.language.rawValue)] \(PlanPrinter.printable(draft.title)) | \(PlanPrinter.printable(draft.body))")
+            emit("NOTIFY  \(who): \(OutsideText.printable(draft.why)); \(devices)\(push)")
+            emit("        [\(recipient.language.rawValue)] \(OutsideText.printable(draft.title)) | \(OutsideText.printable(draft.body))")
             emit("        data \(draft.dataJSON)  key \(draft.dedupeKey)")
         case .suppress(let reason, let detail):
-            emit("SKIP    \(who): \(reason.rawValue): \(PlanPrinter.printable(detail))")
+            emit("SKIP    \(who): \(reason.rawValue): \(OutsideText.printable(detail))")
         }
     }
 
@@ -101,6 +101,4 @@ public struct PlanPrinter {
         return writer.json
     }
 
-    /// Text safe for a terminal (`TerminalText.printable`).
-    static func printable(_ text: String) -> String { TerminalText.printable(text) }
 }
