@@ -2,6 +2,8 @@
 #define CCURL_SHIM_H
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -76,6 +78,21 @@ static inline int ccurl_epoll_wait(int ep, curl_socket_t *fds, int *masks, int c
 // non-blocking mode and its socket options). `protocol` is a keyword in Swift, hence C.
 static inline curl_socket_t ccurl_open_socket(const struct curl_sockaddr *address) {
     return socket(address->family, address->socktype, address->protocol);
+}
+
+// Corking a connection's socket (TCP_CORK): what libcurl sends waits in the kernel until pushed out with
+// ccurl_push_socket or a full segment, so frames written one send at a time leave as one segment. Fails
+// (harmlessly, -1) on a socket that is not TCP.
+static inline int ccurl_cork_socket(curl_socket_t fd) {
+    int on = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+}
+
+// Sends what waits behind the cork now; the socket stays corked. Setting TCP_NODELAY forces out pending
+// output even while TCP_CORK is set (tcp(7)), in one call where uncorking and corking again take two.
+static inline int ccurl_push_socket(curl_socket_t fd) {
+    int on = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
 // Flag macros built from expressions, re-exported as constants Swift can see.
