@@ -219,6 +219,8 @@ extension FakePushCore {
             return Self.messageTooBig
         case .fcmThirdPartyAuth:
             return Self.thirdPartyAuthError
+        case .proxyErrorPage(let bytes):
+            return .proxyErrorPage(bytes: bytes)
         case .expiredProviderToken, .invalidProviderToken:
             return unauthenticated("Request had invalid authentication credentials.")
         case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown:

@@ -40,11 +40,15 @@ public enum Fault: Sendable, Hashable {
     case oauthInvalidGrant
     /// OAuth `503 {"error":"temporarily_unavailable", …}` (google-auth retries it).
     case oauthServerError
+    /// Not the provider's answer but a proxy's in the way: `502` with an HTML page of `bytes` bytes, for a
+    /// client that must not keep whatever size it is sent.
+    case proxyErrorPage(bytes: Int)
 
     /// The providers this fault hits when `inject` names none.
     var defaultProviders: Set<Provider> {
         switch self {
-        case .status500, .status503, .status503Until, .tooManyRequests, .payloadTooLarge, .slow, .dropConnection, .goaway, .shutdown:
+        case .status500, .status503, .status503Until, .tooManyRequests, .payloadTooLarge, .slow, .dropConnection, .goaway, .shutdown,
+             .proxyErrorPage:
             return [.apns, .fcm]
         case .expiredProviderToken, .invalidProviderToken:
             return [.apns]
@@ -53,6 +57,16 @@ public enum Fault: Sendable, Hashable {
         case .oauthInvalidGrant, .oauthServerError:
             return [.oauth]
         }
+    }
+}
+
+extension FakeResponse {
+    /// ``Fault/proxyErrorPage(bytes:)``'s answer.
+    static func proxyErrorPage(bytes: Int) -> FakeResponse {
+        let head = "<html><head><title>502 Bad Gateway</title></head><body>"
+        let tail = "</body></html>"
+        let filler = String(repeating: "x", count: max(0, bytes - head.utf8.count - tail.utf8.count))
+        return FakeResponse(status: 502, headers: [("content-type", "text/html")], body: head + filler + tail)
     }
 }
 

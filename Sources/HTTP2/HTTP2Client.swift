@@ -33,6 +33,12 @@ public final class HTTP2Client {
         public var window: Int = 100
         /// Connections per host. One is what APNs asks for; more only for throughput.
         public var connectionsPerHost: Int = 1
+        /// The most of a response body kept. A longer one (a proxy's error page, a broken endpoint) is cut
+        /// off there: the stream is cancelled and the response comes back with what was kept, its status
+        /// and its headers. APNs and FCM answers are at most a few KB; 100 streams may be in flight.
+        public var maximumResponseBody = 64 * 1024
+        /// The most response header bytes kept per response; headers beyond are dropped.
+        public var maximumResponseHeaderBytes = 16 * 1024
 
         public init(caFile: String? = nil, window: Int = 100) {
             self.caFile = caFile
@@ -219,7 +225,7 @@ public final class HTTP2Client {
     }
 
     private func finish(_ transfer: Transfer, code: CURLcode) -> Result<HTTPResponse, HTTPTransportError> {
-        guard code == CURLE_OK else {
+        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.bodyCutOff) else {
             let detail = transfer.errorText.isEmpty ? String(cString: curl_easy_strerror(code)) : transfer.errorText
             let url = transfer.request?.url ?? "?"
             switch code {
@@ -348,6 +354,11 @@ final class Transfer {
     var unproven = false
     var responseBody: [UInt8] = []
     var responseHeaders: [(String, String)] = []
+    /// The body went past `maximumBody` and the rest was refused.
+    var bodyCutOff = false
+    let maximumBody: Int
+    let maximumHeaderBytes: Int
+    private var headerBytes = 0
     var headerList: UnsafeMutablePointer<curl_slist>?
     private var headerLine: [UInt8] = []
     /// libcurl writes error details here during the transfer, so it must outlive every call: heap memory.
@@ -355,6 +366,8 @@ final class Transfer {
 
     init(configuration: HTTP2Client.Configuration, watch: SocketWatch) {
         easy = curl_easy_init()!
+        maximumBody = configuration.maximumResponseBody
+        maximumHeaderBytes = configuration.maximumResponseHeaderBytes
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         let me = Unmanaged.passUnretained(self).toOpaque()
         ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
@@ -373,8 +386,14 @@ final class Transfer {
         ccurl_easy_setopt_write_function(easy) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
+            let kept = min(length, transfer.maximumBody - transfer.responseBody.count)
             data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: kept))
+            }
+            guard kept == length else {
+                // Too long: libcurl cancels the stream on the short count (CURLE_WRITE_ERROR).
+                transfer.bodyCutOff = true
+                return 0
             }
             return length
         }
@@ -456,8 +475,11 @@ final class Transfer {
     func header(_ line: UnsafeBufferPointer<UInt8>) {
         if line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T") && line[3] == UInt8(ascii: "P") {
             responseHeaders.removeAll(keepingCapacity: true) // a new response (after 100 Continue, or a retry)
+            headerBytes = 0
             return
         }
+        headerBytes += line.count
+        guard headerBytes <= maximumHeaderBytes else { return }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         var name = [UInt8](line[..<colon])
         for i in name.indices where name[i] >= 65 && name[i] <= 90 { name[i] += 32 }
@@ -472,6 +494,8 @@ final class Transfer {
         request = nil
         responseBody.removeAll(keepingCapacity: true)
         responseHeaders.removeAll(keepingCapacity: true)
+        bodyCutOff = false
+        headerBytes = 0
         errorBuffer[0] = 0
     }
 }

@@ -100,6 +100,22 @@ import TestSupport
         #expect(push.server.requests().count == 1 + 10 + 3 + 9 + 45 + 7)
     }
 
+    @Test func aHugeAnswerIsCutOffAndTheConnectionKept() throws {
+        // A proxy in the way answers with an 8 MB page, on one stream of many: the client keeps 64 KB of it,
+        // cancels that stream, and hands back the status to classify; the other pushes go on, on the same connection.
+        push.server.inject(.proxyErrorPage(bytes: 8 << 20))
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 20))
+        let results = client.send(try apnsRequests(40))
+        let answers = results.compactMap { try? $0.get() }
+        #expect(answers.count == 40, "every request got its answer: \(results.filter { (try? $0.get()) == nil }.prefix(2))")
+        let page = answers.filter { $0.status == 502 }
+        #expect(page.count == 1)
+        #expect(page.first?.body.count == client.configuration.maximumResponseBody)
+        #expect(page.first.map { $0.bodyText.hasPrefix("<html>") } == true)
+        #expect(answers.filter { $0.status == 200 }.count == 39)
+        #expect(Set(push.server.requests().map(\.connectionID)).count == 1)
+    }
+
     @Test func tlsVerificationIsAlwaysOn() throws {
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: nil))
         let result = client.send(try apnsRequests(1))[0]
