@@ -66,6 +66,11 @@ extension FakePushCore {
 
         // 2. Provider token.
         let now = configuration.now()
+        // After TooManyProviderTokenUpdates the connection is unusable until the refresh floor has passed
+        // (fact sheet §1.5, forum 675879), whatever token a request carries.
+        if let refusedUntil = connection.tokenUpdatesRefusedUntil, now < refusedUntil {
+            return fail(429, "TooManyProviderTokenUpdates")
+        }
         guard let authorization = headers.authorization else { return fail(403, "MissingProviderToken") }
         let jwt: String
         let verified: APNsProviderToken
@@ -98,6 +103,7 @@ extension FakePushCore {
                 // One key per connection (fact sheet §1.5: "open a new connection" for another key).
                 if current.verified.keyID != verified.keyID { return fail(403, "UnrelatedKeyIdInToken", issuedAt: issuedAt) }
                 if now.timeIntervalSince(current.firstSeen) < configuration.tokenRefreshFloor {
+                    connection.tokenUpdatesRefusedUntil = current.firstSeen.addingTimeInterval(configuration.tokenRefreshFloor)
                     return fail(429, "TooManyProviderTokenUpdates", issuedAt: issuedAt)
                 }
                 connection.apnsToken = (jwt, authorization, verified, now)

@@ -16,6 +16,9 @@ final class ConnectionContext: @unchecked Sendable {
     /// The provider token this connection authenticated with (and the `authorization` value that carried it)
     /// and when the fake first saw it.
     var apnsToken: (token: String, authorization: String, verified: APNsProviderToken, firstSeen: Date)?
+    /// After a `429 TooManyProviderTokenUpdates`, every APNs request on the connection gets the same answer
+    /// until then (when the refresh floor since the current token was first seen has passed).
+    var tokenUpdatesRefusedUntil: Date?
     /// The last FCM bearer that checked out, so the next request skips the shared table.
     var fcmBearer: (token: String, expiresAt: Date, scope: String)?
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` as last advertised.

@@ -4,8 +4,10 @@ import Foundation
 
 /// base64url without padding (RFC 7515 §2), as JWTs use it.
 enum Base64URL {
-    /// Decodes unpadded (or padded) base64url; nil if any character is outside the alphabet.
+    /// Decodes base64url; nil if any character is outside its alphabet (`=` padding included: a JWT's parts
+    /// have none) or the length cannot be base64 (one character over a multiple of four).
     static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        guard text.utf8.count % 4 != 1 else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count * 3 / 4)
         var accumulator: UInt32 = 0
@@ -18,7 +20,6 @@ enum Base64URL {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
             case UInt8(ascii: "-"): value = 62
             case UInt8(ascii: "_"): value = 63
-            case UInt8(ascii: "="): continue
             default: return nil
             }
             accumulator = accumulator << 6 | UInt32(value)
