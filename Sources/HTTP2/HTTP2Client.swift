@@ -132,8 +132,9 @@ public final class HTTP2Client {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
                 guard let transfer = active.removeValue(forKey: easy) else { continue }
+                let answered = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.bodyCutOff)
                 // Which connection answered: libcurl knows it only until the handle is removed.
-                if code == CURLE_OK && watch.unansweredConnections > 0 { connectionAnswered(transfer) }
+                if answered && watch.unansweredConnections > 0 { connectionAnswered(transfer) }
                 curl_multi_remove_handle(multi, easy)
                 if transfer.unproven {
                     transfer.unproven = false
@@ -253,7 +254,8 @@ public final class HTTP2Client {
         }
         var status = 0
         ccurl_easy_getinfo_long(transfer.easy, CURLINFO_RESPONSE_CODE, &status)
-        return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+        return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody,
+                                     bodyCutOff: transfer.bodyCutOff))
     }
 
     /// `scheme://authority` of a URL as written (what comes before the path, query or fragment): the key of
@@ -386,7 +388,7 @@ final class Transfer {
         ccurl_easy_setopt_write_function(easy) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
-            let kept = min(length, transfer.maximumBody - transfer.responseBody.count)
+            let kept = min(length, max(0, transfer.maximumBody - transfer.responseBody.count))
             data!.withMemoryRebound(to: UInt8.self, capacity: length) {
                 transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: kept))
             }
@@ -471,6 +473,9 @@ final class Transfer {
         ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
     }
 
+    /// Response headers kept even beyond `maximumHeaderBytes`: what the push outcomes are decided by.
+    static let alwaysKeptHeaders: Set<[UInt8]> = [Array("apns-id".utf8), Array("retry-after".utf8)]
+
     /// One response header line, as libcurl hands it over: `name: value\r\n`, or the status line.
     func header(_ line: UnsafeBufferPointer<UInt8>) {
         if line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T") && line[3] == UInt8(ascii: "P") {
@@ -478,11 +483,12 @@ final class Transfer {
             headerBytes = 0
             return
         }
-        headerBytes += line.count
-        guard headerBytes <= maximumHeaderBytes else { return }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         var name = [UInt8](line[..<colon])
         for i in name.indices where name[i] >= 65 && name[i] <= 90 { name[i] += 32 }
+        // Beyond the cap only the headers an answer is classified by are kept.
+        headerBytes += line.count
+        if headerBytes > maximumHeaderBytes && !Transfer.alwaysKeptHeaders.contains(name) { return }
         var start = colon + 1
         var end = line.count
         while start < end && (line[start] == 32 || line[start] == 9) { start += 1 }

@@ -22,12 +22,19 @@ public struct HTTPResponse: Sendable {
     /// Header names in lower case, in the order received.
     public var headers: [(String, String)]
     public var body: [UInt8]
+    /// The body was longer than the client keeps (``HTTP2Client/Configuration/maximumResponseBody``): `body`
+    /// is its beginning, and the rest was refused.
+    public var bodyCutOff: Bool
 
-    public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+    public init(status: Int, headers: [(String, String)], body: [UInt8], bodyCutOff: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyCutOff = bodyCutOff
     }
+
+    /// For messages about an answer that was not understood: says when its body was cut off, else nothing.
+    public var cutOffNote: String { bodyCutOff ? " (its body was cut off after \(body.count) bytes)" : "" }
 
     /// The first header with this (case-insensitive) name.
     public func header(_ name: String) -> String? {

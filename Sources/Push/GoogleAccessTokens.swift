@@ -84,7 +84,7 @@ public final class GoogleAccessTokens {
             }
             guard let token = json?["access_token"] as? String,
                   let expiresIn = (json?["expires_in"] as? NSNumber)?.doubleValue ?? (json?["expires_in"] as? String).flatMap(Double.init) else {
-                throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer has no access_token or expires_in"))
+                throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer has no access_token or expires_in\(response.cutOffNote)"))
             }
             current = (token, now.addingTimeInterval(expiresIn))
             return token

@@ -50,7 +50,7 @@ public enum APNsOutcome {
         guard let reason = json?["reason"] as? String else {
             // Not APNs's answer (APNs always names a reason): a proxy, a load balancer or a wrong endpoint.
             return notFromProvider(response.status, retryAfter: retryAfter,
-                                   "HTTP \(response.status) with no APNs reason: not an APNs answer (check APNS_ENDPOINT / APNS_SANDBOX_ENDPOINT, or a proxy in between)")
+                                   "HTTP \(response.status) with no APNs reason\(response.cutOffNote): not an APNs answer (check APNS_ENDPOINT / APNS_SANDBOX_ENDPOINT, or a proxy in between)")
         }
         switch (response.status, reason) {
         case (410, _):
@@ -107,14 +107,14 @@ public enum FCMOutcome {
         if response.status == 200 {
             // FCM names every message it accepts; a 200 without a name is someone else's answer.
             guard let name = json?["name"] as? String, !name.isEmpty else {
-                return .credentialsBroken(reason: "HTTP 200 without a message name: not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
+                return .credentialsBroken(reason: "HTTP 200 without a message name\(response.cutOffNote): not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
             }
             return .delivered(messageID: name)
         }
         guard let error = json?["error"] as? [String: Any] else {
             // Not Google's answer (its errors are always {"error": {...}}): a proxy or a wrong endpoint.
             return APNsOutcome.notFromProvider(response.status, retryAfter: RetryAfter.parse(response.header("retry-after")),
-                                               "HTTP \(response.status) with no Google error body: not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
+                                               "HTTP \(response.status) with no Google error body\(response.cutOffNote): not an FCM answer (check FCM_ENDPOINT, or a proxy in between)")
         }
         let message = error["message"] as? String ?? "HTTP \(response.status)"
         let details = error["details"] as? [[String: Any]] ?? []
