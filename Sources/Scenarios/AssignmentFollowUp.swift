@@ -66,7 +66,7 @@ public struct AssignmentFollowUp: Scenario {
             return .suppress(.paused, detail: "\(pause.detail); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
         }
         let id = candidate.assignmentID.lowercasedString
-        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "title": candidate.title, "days": days])
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "title": candidate.title, "days": days, "one_day": days == 1])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,

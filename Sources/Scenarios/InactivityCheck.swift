@@ -95,7 +95,8 @@ public struct InactivityCheck: Scenario {
         if anchor != stretchStart { why += "; reminded \(day(anchor)), still inactive" }
         // The text says how long since the last activity (or joining), whatever a pause did to the stretch.
         let sinceLast = now.wholeDays(since: candidate.lastActivity ?? candidate.joinedAt)
-        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": sinceLast, "never_active": candidate.lastActivity == nil])
+        let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": sinceLast, "one_day": sinceLast == 1,
+                                                                     "never_active": candidate.lastActivity == nil])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,

@@ -99,7 +99,7 @@ public struct OverdueDigest: Scenario {
 
     /// The template's values: the single case, or the cases named (the first three) and how many more.
     static func values(_ candidate: Candidate, days: Int) -> [String: Any] {
-        var values: [String: Any] = ["days": days, "count": candidate.cases, "single": candidate.cases == 1]
+        var values: [String: Any] = ["days": days, "one_day": days == 1, "count": candidate.cases, "single": candidate.cases == 1]
         let named = Array(zip(candidate.mentorNames, candidate.titles))
         if let first = named.first { (values["mentor"], values["title"]) = (first.0, first.1) }
         values["cases"] = named.enumerated().map { index, item in

@@ -55,6 +55,14 @@ import TestSupport
         #expect(plan.stdout.contains("\\u{1b}[2Jb\\u{a}SKIP"), "shown escaped: \(plan.stdout)")
     }
 
+    @Test func oneDayIsSaidInTheSingular() throws {
+        try f.rule(org, scenario: "assignment_follow_up", settings: #"{"follow_up_days": 1}"#)
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per", dispatchedDaysAgo: 1.2)
+        _ = try run()
+        #expect(try f.inbox(mentor).first?.body == "Hei Kari! Du fikk oppdraget «Ring Per» for 1 dag siden. Trykk her for å se det og bekrefte at du har lest det.")
+    }
+
     @Test func anUnacknowledgedAssignmentIsFollowedUpOnceEverWithALinkToIt() throws {
         let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let assignment = try f.assignment(org, mentor: mentor, coordinator: coordinator, title: "Ring Per etter operasjonen", dispatchedDaysAgo: 12)

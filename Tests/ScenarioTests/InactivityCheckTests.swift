@@ -186,6 +186,20 @@ import TestSupport
         #expect(try f.inbox(fromEnglishOrg).first?.title == "Anything to log?")
     }
 
+    @Test func oneDayIsSaidInTheSingular() throws {
+        // An organization may remind after a single day (thresholds from 1 are allowed).
+        let org = try f.organization("Org", locale: "nb")
+        try f.rule(org, settings: #"{"threshold_days": 1}"#)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, locale: "nb-NO")
+        let emma = try f.mentor(org, "Emma", lastActivityDaysAgo: 1, locale: "en-GB")
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 2, locale: "nb-NO")
+        _ = try run()
+        let bodies = try [kari, emma, ola].map { try f.inbox($0).first?.body ?? "" }
+        #expect(bodies[0].hasPrefix("Hei Kari! Det er 1 dag siden du sist registrerte"), "\(bodies[0])")
+        #expect(bodies[1].hasPrefix("Hi Emma! It's been 1 day since you last logged"), "\(bodies[1])")
+        #expect(bodies[2].hasPrefix("Hei Ola! Det er 2 dager siden"), "\(bodies[2])")
+    }
+
     @Test func runningAgainCreatesNothingNew() throws {
         let org = try f.organization("Org")
         for i in 0..<5 { try f.mentor(org, "Quiet \(i)", lastActivityDaysAgo: 20, devices: 2) }

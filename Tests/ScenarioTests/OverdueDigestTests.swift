@@ -52,6 +52,13 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(linda) == ["notified:notified@day:2026-06-15"])
     }
 
+    @Test func anOverdueThresholdOfOneDayIsSaidInTheSingular() throws {
+        try f.rule(org, scenario: "overdue_digest", settings: #"{"overdue_days": 1}"#)
+        let linda = try coordinator("Linda", overdue: [("Ola Nordmann", "Ring ny deltaker", 2)])
+        _ = try run()
+        #expect(try f.inbox(linda).first?.body == "Ola Nordmann har ikke bekreftet oppdraget «Ring ny deltaker» etter 1 dag. Trykk for å følge opp.")
+    }
+
     @Test func severalCasesAreOneDigestNamingTheOldestThreeAndCountingTheRest() throws {
         let svein = try coordinator("Svein", overdue: [("Anne", "A", 30), ("Bjørn", "B", 25), ("Cecilie", "C", 20), ("Dag", "D", 15), ("Eva", "E", 11)])
         let result = try run()

@@ -66,7 +66,7 @@ import TestSupport
                 return error.description
             }
         }
-        #expect(try refused("Hei {{nmae}}").contains("title: {{nmae}}: nmae is not a variable of inactivity (its variables: days, name, never_active)"))
+        #expect(try refused("Hei {{nmae}}").contains("title: {{nmae}}: nmae is not a variable of inactivity (its variables: days, name, never_active, one_day)"))
         #expect(try refused("ok", "{{#never_active}}x").contains("body: {{#never_active}} is not closed"))
         #expect(try refused("{{#never_active}}x{{/name}}").contains("{{/name}} closes {{#never_active}}"))
         #expect(try refused("{{> footer}}").contains("partials, blocks, delimiter changes and pragmas are not allowed"))
