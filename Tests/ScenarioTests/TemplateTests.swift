@@ -67,6 +67,8 @@ import TestSupport
             }
         }
         #expect(try refused("Hei {{nmae}}").contains("title: {{nmae}}: nmae is not a variable of inactivity (its variables: days, name, never_active, one_day)"))
+        #expect(try refused("Hei {{.}}").contains("title: {{.}}: . is not a variable of inactivity"))
+        #expect(try refused("ok", "{{#never_active}}{{.}}{{/never_active}}").contains("body: {{.}}: . is not a variable of inactivity"))
         #expect(try refused("ok", "{{#never_active}}x").contains("body: {{#never_active}} is not closed"))
         #expect(try refused("{{#never_active}}x{{/name}}").contains("{{/name}} closes {{#never_active}}"))
         #expect(try refused("{{> footer}}").contains("partials, blocks, delimiter changes and pragmas are not allowed"))
