@@ -39,6 +39,10 @@ final class ConnectionContext: @unchecked Sendable {
 
     /// What APNs says in its GOAWAY when a client opens more streams than it allows.
     static let streamLimitViolated = "Maximum active streams violated for this endpoint."
+    /// What FCM says in its (fact sheet §2, item 8).
+    static let googleStreamLimitViolated = "exceeded_max_concurrent_streams"
+    /// The service the connection's first request went to: whose words a GOAWAY uses.
+    var firstProvider: Provider?
 
     init(id: Int, channel: Channel, core: FakePushCore) {
         self.id = id
@@ -103,12 +107,14 @@ final class ConnectionContext: @unchecked Sendable {
     }
 
     /// The client opened a stream over a limit it had acknowledged: counts it, sends GOAWAY (PROTOCOL_ERROR)
-    /// with APNs' debug text and closes the connection.
+    /// with APNs' debug text (FCM's on a connection whose first request went to Google) and closes the connection.
     func streamLimitViolated() {
         guard !closingForViolation else { return }
         closingForViolation = true
         core.recording.withLock { $0.streamLimitViolations += 1 }
-        goAway(lastStreamID: highestAnsweredStreamID, errorCode: .protocolError, debugData: Self.streamLimitViolated)
+        let google = firstProvider == .fcm || firstProvider == .oauth
+        goAway(lastStreamID: highestAnsweredStreamID, errorCode: .protocolError,
+               debugData: google ? Self.googleStreamLimitViolated : Self.streamLimitViolated)
     }
 
     /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID` and then closes the connection.

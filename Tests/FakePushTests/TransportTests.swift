@@ -111,6 +111,19 @@ import TestSupport
         #expect(harness.server.refusedStreamCount == 0)
     }
 
+    @Test func anFCMConnectionOverItsLimitGetsFCMsGoaway() throws {
+        let harness = try Harness {
+            $0.initialMaxConcurrentStreams = 1
+            $0.fcmMaxConcurrentStreams = 1
+        }
+        let events = try rawHTTP2(harness, acknowledgeSettings: true, path: "/v1/projects/\(Harness.project)/messages:send", warmUp: true)
+        #expect(events.contains("HEADERS stream=1"), "the first request is answered: \(events)")
+        #expect(events.contains("GOAWAY last_stream_id=1 error=1 exceeded_max_concurrent_streams"),
+                "PROTOCOL_ERROR (0x1) with FCM's text (fact sheet §2, item 8): \(events)")
+        #expect(events.last == "EOF", "the connection is closed: \(events)")
+        #expect(harness.server.streamLimitViolationCount == 1)
+    }
+
     @Test func stopClosesThePortAndCanBeCalledTwice() throws {
         let harness = try Harness()
         let before = try harness.curl(.apns(Tokens.apns(), jwt: try harness.apnsJWT()))
@@ -161,11 +174,13 @@ import TestSupport
     /// out before the server's SETTINGS is even read; with true the client first acknowledges it. Returns what
     /// the server sent, one line per frame (`SETTINGS max_concurrent_streams=N`, `RST_STREAM stream=N error=N`,
     /// `HEADERS stream=N`, `GOAWAY last_stream_id=N error=N <debug data>`), and `EOF` when the server closed
-    /// the connection (`TIMEOUT` after 5 s of silence), unless stream 1 was answered first.
-    private func rawHTTP2(_ harness: Harness, acknowledgeSettings: Bool) throws -> [String] {
+    /// the connection (`TIMEOUT` after 5 s of silence), unless stream 1 was answered first. `path` is the
+    /// streams' path (an APNs device path by default). With `warmUp` a complete request on stream 1 is answered
+    /// first, and the two streams are 3 and 5.
+    private func rawHTTP2(_ harness: Harness, acknowledgeSettings: Bool, path: String? = nil, warmUp: Bool = false) throws -> [String] {
         let script = #"""
         import socket, ssl, struct, sys
-        port, ca, token, ack = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), sys.argv[4] == "1"
+        port, ca, path, ack, warm = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), sys.argv[4] == "1", sys.argv[5] == "1"
         context = ssl.create_default_context(cafile=ca)
         context.set_alpn_protocols(["h2"])
         sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
@@ -176,7 +191,7 @@ import TestSupport
             return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
         def headers(stream, end_stream):
             block = (field(b":method", b"POST") + field(b":scheme", b"https") + field(b":authority", b"127.0.0.1")
-                     + field(b":path", b"/3/device/" + token))
+                     + field(b":path", path))
             return frame(1, 0x4 | (0x1 if end_stream else 0), stream, block)
         pending = b""
         def read_frame():
@@ -218,7 +233,17 @@ import TestSupport
                 if received[0] == 4 and not received[1] & 1:
                     break
             sock.sendall(frame(4, 1, 0))
-        sock.sendall(headers(1, False) + headers(3, True))
+        first, second = (3, 5) if warm else (1, 3)
+        if warm:
+            sock.sendall(headers(1, True))
+            while True:
+                received = read_frame()
+                if isinstance(received, str):
+                    sys.exit("no answer to the first request: " + received)
+                report(*received)
+                if received[0] == 1 and received[2] == 1:
+                    break
+        sock.sendall(headers(first, False) + headers(second, True))
         body_sent = False
         while True:
             received = read_frame()
@@ -226,15 +251,16 @@ import TestSupport
                 print(received)
                 break
             report(*received)
-            if received[0] == 3 and received[2] == 3 and not body_sent:
-                # Stream 3 was refused: finish stream 1, which must still be answered.
-                sock.sendall(frame(0, 1, 1, b'{"aps":{}}'))
+            if received[0] == 3 and received[2] == second and not body_sent:
+                # The second stream was refused: finish the first, which must still be answered.
+                sock.sendall(frame(0, 1, first, b'{"aps":{}}'))
                 body_sent = True
-            if received[0] == 1 and received[2] == 1:
+            if received[0] == 1 and received[2] == first:
                 break
         """#
         let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, String(harness.server.port), harness.caPath,
-                                                                 Tokens.apns(), acknowledgeSettings ? "1" : "0"], timeout: 30)
+                                                                 path ?? "/3/device/\(Tokens.apns())", acknowledgeSettings ? "1" : "0",
+                                                                 warmUp ? "1" : "0"], timeout: 30)
         return result.stdout.split(separator: "\n").map(String.init)
     }
 
