@@ -39,9 +39,9 @@ final class ConnectionContext: @unchecked Sendable {
 
     /// What APNs says in its GOAWAY when a client opens more streams than it allows.
     static let streamLimitViolated = "Maximum active streams violated for this endpoint."
-    /// What FCM says in its (fact sheet §2, item 8).
+    /// What FCM says in its GOAWAY (fact sheet §2, item 8).
     static let googleStreamLimitViolated = "exceeded_max_concurrent_streams"
-    /// The service the connection's first request went to: whose words a GOAWAY uses.
+    /// The service the connection's first request went to (known from its HEADERS): whose words a GOAWAY uses.
     var firstProvider: Provider?
 
     init(id: Int, channel: Channel, core: FakePushCore) {
@@ -108,13 +108,17 @@ final class ConnectionContext: @unchecked Sendable {
 
     /// The client opened a stream over a limit it had acknowledged: counts it, sends GOAWAY (PROTOCOL_ERROR)
     /// with APNs' debug text (FCM's on a connection whose first request went to Google) and closes the connection.
+    /// The GOAWAY leaves once the frames read with the violating one have reached their streams: the first
+    /// stream's HEADERS, which say whose connection this is, usually came in the same read.
     func streamLimitViolated() {
         guard !closingForViolation else { return }
         closingForViolation = true
         core.recording.withLock { $0.streamLimitViolations += 1 }
-        let google = firstProvider == .fcm || firstProvider == .oauth
-        goAway(lastStreamID: highestAnsweredStreamID, errorCode: .protocolError,
-               debugData: google ? Self.googleStreamLimitViolated : Self.streamLimitViolated)
+        channel.eventLoop.execute {
+            let google = self.firstProvider == .fcm || self.firstProvider == .oauth
+            self.goAway(lastStreamID: self.highestAnsweredStreamID, errorCode: .protocolError,
+                        debugData: google ? Self.googleStreamLimitViolated : Self.streamLimitViolated)
+        }
     }
 
     /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID` and then closes the connection.
@@ -201,7 +205,13 @@ final class StreamHandler: ChannelInboundHandler {
         guard !completed else { return }
         switch unwrapInboundIn(data) {
         case .headers(let frame):
-            if headers == nil { headers = frame.headers }  // a second HEADERS block is trailers: ignored
+            if headers == nil {
+                headers = frame.headers  // a second HEADERS block is trailers: ignored
+                if connection.firstProvider == nil, let path = frame.headers.first(name: ":path") {
+                    let provider = FakePushCore.route(path)
+                    if provider != .unknown { connection.firstProvider = provider }
+                }
+            }
             if frame.endStream { complete(context: context) }
         case .data(let frame):
             if case .byteBuffer(var chunk) = frame.data {

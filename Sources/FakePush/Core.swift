@@ -122,7 +122,6 @@ final class FakePushCore: Sendable {
     /// Decides the answer to a complete request, records it and counts it.
     func handle(_ request: FakeRequest) -> StreamPlan {
         let provider = Self.route(request.path)
-        if request.connection.firstProvider == nil, provider != .unknown { request.connection.firstProvider = provider }
         let fault: Fault? = provider == .unknown ? nil : faults.withLock { $0.isEmpty ? nil : $0.take(for: provider) }
 
         switch fault {

@@ -112,16 +112,22 @@ import TestSupport
     }
 
     @Test func anFCMConnectionOverItsLimitGetsFCMsGoaway() throws {
-        let harness = try Harness {
+        let fcmPath = "/v1/projects/\(Harness.project)/messages:send"
+        // Two streams at once on a fresh connection, over the one stream it starts with.
+        let fresh = try Harness { $0.initialMaxConcurrentStreams = 1 }
+        let events = try rawHTTP2(fresh, acknowledgeSettings: true, path: fcmPath)
+        #expect(events.contains("GOAWAY last_stream_id=0 error=1 exceeded_max_concurrent_streams"),
+                "PROTOCOL_ERROR (0x1) with FCM's text (fact sheet §2, item 8): \(events)")
+        #expect(events.last == "EOF", "the connection is closed: \(events)")
+        // And after a first request was answered, over FCM's own limit (here 1).
+        let warm = try Harness {
             $0.initialMaxConcurrentStreams = 1
             $0.fcmMaxConcurrentStreams = 1
         }
-        let events = try rawHTTP2(harness, acknowledgeSettings: true, path: "/v1/projects/\(Harness.project)/messages:send", warmUp: true)
-        #expect(events.contains("HEADERS stream=1"), "the first request is answered: \(events)")
-        #expect(events.contains("GOAWAY last_stream_id=1 error=1 exceeded_max_concurrent_streams"),
-                "PROTOCOL_ERROR (0x1) with FCM's text (fact sheet §2, item 8): \(events)")
-        #expect(events.last == "EOF", "the connection is closed: \(events)")
-        #expect(harness.server.streamLimitViolationCount == 1)
+        let later = try rawHTTP2(warm, acknowledgeSettings: true, path: fcmPath, warmUp: true)
+        #expect(later.contains("HEADERS stream=1"), "the first request is answered: \(later)")
+        #expect(later.contains("GOAWAY last_stream_id=1 error=1 exceeded_max_concurrent_streams"), "\(later)")
+        #expect(warm.server.streamLimitViolationCount == 1)
     }
 
     @Test func stopClosesThePortAndCanBeCalledTwice() throws {

@@ -55,8 +55,16 @@ import TestSupport
     @Test func anOverdueThresholdOfOneDayIsSaidInTheSingular() throws {
         try f.rule(org, scenario: "overdue_digest", settings: #"{"overdue_days": 1}"#)
         let linda = try coordinator("Linda", overdue: [("Ola Nordmann", "Ring ny deltaker", 2)])
+        let per = try coordinator("Per", overdue: [("Anne", "A", 3), ("Bjørn", "B", 2)])
+        let emma = try f.user(org, "Emma", role: "coordinator", locale: "en-GB")
+        try f.device(emma)
+        let mentor = try f.mentor(org, "Sam", lastActivityDaysAgo: 1)
+        try f.scope(org, coordinator: emma, mentor: mentor)
+        try f.assignment(org, mentor: mentor, coordinator: emma, title: "Call Kim", dispatchedDaysAgo: 2)
         _ = try run()
         #expect(try f.inbox(linda).first?.body == "Ola Nordmann har ikke bekreftet oppdraget «Ring ny deltaker» etter 1 dag. Trykk for å følge opp.")
+        #expect(try f.inbox(per).first?.body == "Ikke bekreftet etter 1 dag: Anne («A») og Bjørn («B»). Trykk for å følge opp.")
+        #expect(try f.inbox(emma).first?.body == "Sam has not acknowledged the assignment “Call Kim” after 1 day. Tap to follow up.")
     }
 
     @Test func severalCasesAreOneDigestNamingTheOldestThreeAndCountingTheRest() throws {
