@@ -152,7 +152,7 @@ public final class OutboxEngine {
         // misconfigured, sends them back as they were.
         let recorder = makeRecorder()
         for (key, held) in suspects where !held.isEmpty {
-            if stop.isRequested || !usable.contains(key.provider) || stoppedEndpoints[key] != nil {
+            if stop.isRequested || !isSending(key, live: usable) {
                 for h in held { recorder.release(h.claimed) }
                 if stop.isRequested { report.released += held.count } else { report.held += held.count }
                 continue
@@ -234,6 +234,11 @@ public final class OutboxEngine {
     /// provider is left out whole, by the queue's own column).
     private func endpointsLeftOut(of live: Set<PushTarget.Provider>) -> Set<SuspectKey> {
         Set(stoppedEndpoints.keys.filter { live.contains($0.provider) })
+    }
+
+    /// Whether pushes to this endpoint still go out in this run: its provider is live and it was not stopped.
+    private func isSending(_ key: SuspectKey, live: Set<PushTarget.Provider>) -> Bool {
+        live.contains(key.provider) && stoppedEndpoints[key] == nil
     }
 
     /// Stops the pushes to one endpoint for the run; the provider too once none of its endpoints is left.
@@ -465,8 +470,7 @@ public final class OutboxEngine {
                     if waitingForClaimSince == nil, writer?.isClaiming == true { waitingForClaimSince = ContinuousClock.now }
                     return nil
                 }
-                guard live.contains(claimed.target.provider), let provider = providers[claimed.target.provider],
-                      stoppedEndpoints[OutboxEngine.suspectKey(claimed.target)] == nil else {
+                guard isSending(OutboxEngine.suspectKey(claimed.target), live: live), let provider = providers[claimed.target.provider] else {
                     recorder.release(claimed)
                     report.held += 1
                     continue
@@ -559,7 +563,7 @@ public final class OutboxEngine {
                     retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
                     break
                 }
-                guard live.contains(claimed.target.provider), stoppedEndpoints[key] == nil else { // already stopped
+                guard isSending(key, live: live) else { // already stopped
                     recorder.release(claimed)
                     report.held += 1
                     break
@@ -590,7 +594,7 @@ public final class OutboxEngine {
                 // go on (APNs's sandbox host down is no reason to hold production's pushes); the push waits,
                 // no attempt counted, due at once for the next run.
                 let key = OutboxEngine.suspectKey(claimed.target)
-                if live.contains(claimed.target.provider) && stoppedEndpoints[key] == nil {
+                if isSending(key, live: live) {
                     report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? reason
                     stopEndpoint(key, reason: reason, live: &live)
                 }

@@ -249,8 +249,7 @@ extension FakePushCore {
         case .payloadTooLarge: return apnsError(413, "PayloadTooLarge", apnsID: apnsID)
         case .expiredProviderToken: return apnsError(403, "ExpiredProviderToken", apnsID: apnsID)
         case .invalidProviderToken, .fcmThirdPartyAuth: return apnsError(403, "InvalidProviderToken", apnsID: apnsID)
-        case .proxyErrorPage(let bytes): return .proxyErrorPage(bytes: bytes)
-        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown: return nil
+        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage: return nil
         }
     }
 }

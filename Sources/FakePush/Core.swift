@@ -175,6 +175,8 @@ final class FakePushCore: Sendable {
     }
 
     private func faultResponse(_ fault: Fault, for provider: Provider, request: FakeRequest) -> FakeResponse? {
+        // A proxy's page is the same whichever service is behind it.
+        if case .proxyErrorPage(let bytes) = fault { return .proxyErrorPage(bytes: bytes) }
         switch provider {
         case .apns: return apnsFaultResponse(fault, request: request)
         case .fcm: return fcmFaultResponse(fault)

@@ -219,11 +219,9 @@ extension FakePushCore {
             return Self.messageTooBig
         case .fcmThirdPartyAuth:
             return Self.thirdPartyAuthError
-        case .proxyErrorPage(let bytes):
-            return .proxyErrorPage(bytes: bytes)
         case .expiredProviderToken, .invalidProviderToken:
             return unauthenticated("Request had invalid authentication credentials.")
-        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown:
+        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage:
             return nil
         }
     }

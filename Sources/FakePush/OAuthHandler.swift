@@ -85,9 +85,8 @@ extension FakePushCore {
         case .oauthServerError, .status503, .status503Until: return oauthError(503, "temporarily_unavailable", "The service is currently unavailable.")
         case .status500: return oauthError(500, "internal_failure", "Internal error encountered.")
         case .tooManyRequests: return oauthError(429, "rate_limit_exceeded", "Rate limit exceeded.")
-        case .proxyErrorPage(let bytes): return .proxyErrorPage(bytes: bytes)
         case .payloadTooLarge, .expiredProviderToken, .invalidProviderToken, .fcmThirdPartyAuth,
-             .slow, .dropConnection, .goaway, .shutdown:
+             .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage:
             return nil
         }
     }

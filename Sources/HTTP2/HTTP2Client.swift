@@ -132,9 +132,8 @@ public final class HTTP2Client {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
                 guard let transfer = active.removeValue(forKey: easy) else { continue }
-                let answered = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.bodyCutOff)
                 // Which connection answered: libcurl knows it only until the handle is removed.
-                if answered && watch.unansweredConnections > 0 { connectionAnswered(transfer) }
+                if transfer.answered(code) && watch.unansweredConnections > 0 { connectionAnswered(transfer) }
                 curl_multi_remove_handle(multi, easy)
                 if transfer.unproven {
                     transfer.unproven = false
@@ -226,7 +225,7 @@ public final class HTTP2Client {
     }
 
     private func finish(_ transfer: Transfer, code: CURLcode) -> Result<HTTPResponse, HTTPTransportError> {
-        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.bodyCutOff) else {
+        guard transfer.answered(code) else {
             let detail = transfer.errorText.isEmpty ? String(cString: curl_easy_strerror(code)) : transfer.errorText
             let url = transfer.request?.url ?? "?"
             switch code {
@@ -358,6 +357,9 @@ final class Transfer {
     var responseHeaders: [(String, String)] = []
     /// The body went past `maximumBody` and the rest was refused.
     var bodyCutOff = false
+    /// Whether the server answered: the transfer completed, or its body was cut off (the refusal is libcurl's
+    /// CURLE_WRITE_ERROR).
+    func answered(_ code: CURLcode) -> Bool { code == CURLE_OK || (code == CURLE_WRITE_ERROR && bodyCutOff) }
     let maximumBody: Int
     let maximumHeaderBytes: Int
     private var headerBytes = 0

@@ -15,7 +15,7 @@ public enum PruneRunner {
         public var statementTimeout: Int
         public var logLevel: LogLevelOption
 
-        public init(settings: PruneSettings, dryRun: Bool, databaseURL: String?, statementTimeout: Int = 300, logLevel: LogLevelOption = .info) {
+        public init(settings: PruneSettings, dryRun: Bool, databaseURL: String?, statementTimeout: Int = JobDatabase.defaultStatementTimeout, logLevel: LogLevelOption = .info) {
             self.settings = settings
             self.dryRun = dryRun
             self.databaseURL = databaseURL

@@ -45,23 +45,19 @@ public enum WhyJSON {
 
         let policy = report.deliveryPolicy
         var d = JSONWriter()
-        if let quiet = policy.quietHours {
+        d.add("quiet_hours", object: policy.quietHours.map { quiet in
             var q = JSONWriter()
             q.add("start", quiet.start)
             q.add("end", quiet.end)
             q.add("source", quiet.own ? "user" : "organization")
-            d.add("quiet_hours", object: q)
-        } else {
-            d.add("quiet_hours", nil as String?)
-        }
-        if let cap = policy.dailyCap {
+            return q
+        })
+        d.add("daily_cap", object: policy.dailyCap.map { cap in
             var c = JSONWriter()
             c.add("cap", cap.cap)
             c.add("source", cap.own ? "user" : "organization")
-            d.add("daily_cap", object: c)
-        } else {
-            d.add("daily_cap", nil as String?)
-        }
+            return c
+        })
         d.add("critical_categories", strings: policy.criticalCategories)
         d.add("channels", objects: policy.channels.map { channel in
             var c = JSONWriter()

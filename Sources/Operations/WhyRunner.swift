@@ -17,7 +17,7 @@ public enum WhyRunner {
         public var logLevel: LogLevelOption
 
         public init(userID: UUID, scenario: String?, since: Date?, format: OutputFormat, databaseURL: String?,
-                    statementTimeout: Int = 300, logLevel: LogLevelOption = .info) {
+                    statementTimeout: Int = JobDatabase.defaultStatementTimeout, logLevel: LogLevelOption = .info) {
             self.userID = userID
             self.scenario = scenario
             self.since = since

@@ -24,7 +24,7 @@ public struct JobOptions: ParsableArguments, Sendable {
     public var explain = false
 
     @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
-    public var statementTimeout: Int = 300
+    public var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error.", valueName: "level"))
     public var logLevel: LogLevelOption = .info

@@ -37,9 +37,10 @@ public struct JSONWriter {
         bytes.append(contentsOf: json.utf8)
     }
 
-    /// Adds the object another writer built, without a round trip through `String`.
-    public mutating func add(_ name: String, object: JSONWriter) {
+    /// Adds the object another writer built, without a round trip through `String`; nil adds `null`.
+    public mutating func add(_ name: String, object: JSONWriter?) {
         key(name)
+        guard let object else { bytes.append(contentsOf: "null".utf8); return }
         bytes.append(contentsOf: object.bytes)
         bytes.append(UInt8(ascii: "}"))
     }

@@ -21,7 +21,7 @@ struct MigrateCommand: ParsableCommand {
     var dryRun = false
 
     @Option(name: .long, help: ArgumentHelp("Longest any one statement may run, in seconds; 0 for no limit (an index build on a big table). Default 300.", valueName: "seconds"))
-    var statementTimeout = 300
+    var statementTimeout = JobDatabase.defaultStatementTimeout
 
     func validate() throws {
         try JobDatabase.validateURLFlag(databaseURL)

@@ -27,7 +27,7 @@ struct PushDeliverCommand: ParsableCommand {
     var workers: Int?
 
     @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
-    var statementTimeout: Int = 300
+    var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
     var logLevel: LogLevelOption = .info

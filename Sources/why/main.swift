@@ -33,7 +33,7 @@ struct WhyCommand: ParsableCommand {
     var databaseURL: String?
 
     @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
-    var statementTimeout: Int = 300
+    var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
     var logLevel: LogLevelOption = .info
