@@ -35,19 +35,22 @@ public final class OutboxEngine {
         configuration.requestTimeout = min(configuration.requestTimeout, .milliseconds(Int64(lease * 500)))
         return configuration
     }
-    /// Deliveries per claim: 20 windows (2,000 by default), so a claim's fixed cost is spread thin and the
-    /// next one, started when half of this is left, arrives long before the window runs dry.
+    /// Deliveries per claim at most: 40 windows (4,000 by default), so a claim's fixed cost is spread thin.
+    /// With a writer, claims are sized by the pace (`ClaimSizer`), and the next one, started when half of
+    /// the last is left, arrives long before the window runs dry; in line, every claim takes this many.
     public var batchSize: Int
     /// Completed outcomes are written once this many are waiting and the writer is free, or this long
     /// after the last write, so a crash can repeat only what was in flight plus what waits to be written
     /// (at most `maxPendingOutcomes`). Each write has a fixed cost in the database (a transaction, its
-    /// statements): a thousand rows per write spend it once for all of them, and the interval still
+    /// statements): two thousand rows per write spend it once for all of them, and the interval still
     /// bounds how much a crash can repeat in time.
-    public var flushEvery = 1000
+    public var flushEvery = 2000
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
     public var maxPendingOutcomes = 3000
     var backoff = Backoff()
+    /// The size of each claim ahead, from the pace; made afresh by every run.
+    private var claimSizer = ClaimSizer(window: 1, maximum: 1)
     /// The mass-retirement guard: `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH`
     /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
     /// the same provider and environment has succeeded in this run, such tokens are held, not retired;
@@ -85,7 +88,7 @@ public final class OutboxEngine {
         self.maxAttempts = maxAttempts
         self.lease = lease
         self.logger = logger
-        self.batchSize = max(500, client.configuration.window * 20)
+        self.batchSize = max(500, client.configuration.window * 40)
     }
 
     /// An engine with its own HTTP/2 client, whose request timeout is kept within half of `lease`.
@@ -110,6 +113,7 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
+        claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
         stoppedEndpoints.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
@@ -138,7 +142,8 @@ public final class OutboxEngine {
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
                 }
                 let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable, excluding: endpointsLeftOut(of: usable))
+                batch = try claim(scope: scope, providers: usable, excluding: endpointsLeftOut(of: usable),
+                                  limit: writer == nil ? batchSize : claimSizer.next())
                 timings.claims += ContinuousClock.now - claimStarted
             }
             if batch.isEmpty { break }
@@ -315,7 +320,8 @@ public final class OutboxEngine {
     /// Claims the next batch of due deliveries to `providers`, none to an endpoint in `excluding` (one this
     /// run could not reach: its deliveries stay due for the next run, and are not claimed again and again).
     func claim(scope: Scope, providers: Set<PushTarget.Provider>, excluding: Set<SuspectKey> = [],
-               on connection: Connection? = nil) throws -> [Claimed] {
+               limit: Int? = nil, on connection: Connection? = nil) throws -> [Claimed] {
+        let limit = limit ?? batchSize
         let connection = connection ?? self.connection
         // `http(_:lease:)` keeps the request timeout at most half the lease: half of it is for starting.
         let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
@@ -338,14 +344,14 @@ public final class OutboxEngine {
               JOIN notifications n ON n.id = d.notification_id
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND n.job_run_id = \(runID)::bigint\(leftOut)
              ORDER BY q.next_attempt_at
-             LIMIT \(batchSize)
+             LIMIT \(limit)
              FOR UPDATE OF q SKIP LOCKED
             """
         } ?? """
             SELECT q.ctid FROM delivery_queue q
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])\(leftOut)
              ORDER BY q.next_attempt_at
-             LIMIT \(batchSize)
+             LIMIT \(limit)
              FOR UPDATE OF q SKIP LOCKED
             """
         // Read before the claim: a failure here leaves no row claimed for a lease to wait out.
@@ -454,11 +460,12 @@ public final class OutboxEngine {
                         waitingForClaimSince = nil
                     }
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
-                } else if !exhausted && !writer.isClaiming && queue.count - index < batchSize / 2 {
+                } else if !exhausted && !writer.isClaiming && queue.count - index < claimSizer.size / 2 {
                     let providers = live
                     let excluding = endpointsLeftOut(of: live)
+                    let limit = claimSizer.next()
                     writer.requestClaim { [unowned self] in
-                        try self.claim(scope: scope, providers: providers, excluding: excluding, on: writer.claimConnection)
+                        try self.claim(scope: scope, providers: providers, excluding: excluding, limit: limit, on: writer.claimConnection)
                     }
                 }
             }
@@ -496,6 +503,7 @@ public final class OutboxEngine {
             return nil
         }, completed: { request, result in
             guard let claimed = inFlight.removeValue(forKey: request.tag), let provider = providers[claimed.target.provider] else { return }
+            claimSizer.completedOne()
             let status = (try? result.get())?.status
             var outcome = provider.classify(result)
             if case .reauthenticate = outcome, !live.contains(claimed.target.provider) {
