@@ -63,6 +63,7 @@ public enum DeliverRunner {
                 throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
             }
             try run.record(on: connection)
+            settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: run.logger))
             let report: DeliveryReport
             if options.workers <= 1 {
                 report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger)

@@ -32,6 +32,7 @@ public final class ScenarioDelivery: JobDelivery {
         if let kept = self.engine, kept.connection == ObjectIdentifier(connection) {
             engine = kept.engine
         } else {
+            settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: logger))
             engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
             self.engine = (ObjectIdentifier(connection), engine)
         }

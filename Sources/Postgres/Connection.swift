@@ -13,6 +13,9 @@ public final class Connection {
     public var preparesStatements = false
     /// Prepared statements of this session, by SQL text.
     private var prepared: [String: String] = [:]
+    /// What `init` was given, for `sibling(applicationName:)`. Never printed: it may hold a password.
+    private let url: String?
+    private let statementTimeout: Duration
 
     /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
     /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
@@ -49,6 +52,8 @@ public final class Connection {
             throw PostgresError.connectionFailed(message: message)
         }
         handle = connection
+        self.url = url
+        self.statementTimeout = statementTimeout
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         try execute("SET TimeZone = 'UTC'")
@@ -60,6 +65,12 @@ public final class Connection {
     }
 
     deinit { PQfinish(handle) }
+
+    /// A new connection to the same database with the same settings, for work that must not share this
+    /// one's session or thread.
+    public func sibling(applicationName: String) throws -> Connection {
+        try Connection(url: url, applicationName: applicationName, statementTimeout: statementTimeout)
+    }
 
     /// The server's version number, e.g. 150018.
     public var serverVersion: Int { Int(PQserverVersion(handle)) }

@@ -45,9 +45,10 @@ public struct APNsCredentials: Sendable {
 
 /// Mints and caches the APNs provider token (an ES256 JWT), as Apple asks: reused for about 50
 /// minutes, refreshed on `ExpiredProviderToken`, and never more often than every 20 minutes
-/// (`TooManyProviderTokenUpdates`). One per process and key (the fact sheet: one token per team and key,
-/// minted behind a lock): push-deliver's workers share it (`PushSettings.apnsTokens`), so its threads
-/// send one token, not one each.
+/// (`TooManyProviderTokenUpdates`). One per key (the fact sheet: one token per team and key, minted behind
+/// a lock): push-deliver's workers share it (`PushSettings.apnsTokens`), so its threads send one token, not
+/// one each; and with a store (`share(through:)`, migration 0021) every process that sends with the key
+/// shares it too: a process finds the token in force there and mints only when there is none it can use.
 public final class APNsTokenFactory: @unchecked Sendable {
     private let lock = NSLock()
     public let credentials: APNsCredentials
@@ -59,10 +60,20 @@ public final class APNsTokenFactory: @unchecked Sendable {
     private var current: (token: String, issuedAt: Date)?
     /// How many tokens this factory has minted (tests check that one is reused).
     public private(set) var minted = 0
+    /// Where the processes sending with this key share the token in force; nil: this process's own.
+    private var store: (any APNsTokenStore)?
+    private let seal: APNsTokenSeal
 
     public init(credentials: APNsCredentials, clock: @escaping () -> Date = Date.init) {
         self.credentials = credentials
         self.clock = clock
+        seal = APNsTokenSeal(credentials: credentials)
+    }
+
+    /// Shares the token in force through `store` from now on (before the first `token()`, so that even the
+    /// first is the one in force).
+    public func share(through store: any APNsTokenStore) {
+        lock.withLock { self.store = store }
     }
 
     /// The bearer token to send now.
@@ -70,30 +81,64 @@ public final class APNsTokenFactory: @unchecked Sendable {
         lock.withLock {
             let now = clock()
             if let current, now.timeIntervalSince(current.issuedAt) < lifetime { return current.token }
-            return mint(now)
+            return fromStore(now, expired: nil) ?? mint(now)
         }
     }
 
     /// After APNs answered `ExpiredProviderToken` to `expired`: the token in force if another user of this
-    /// factory already replaced it, else a fresh one if the floor allows, else nil (a token younger than
-    /// 20 minutes called expired means the clock is off: a configuration problem).
+    /// factory (or, with a store, another process) already replaced it, else a fresh one if the floor
+    /// allows, else nil (a token younger than 20 minutes called expired means the clock is off: a
+    /// configuration problem).
     public func refreshAfterExpiry(of expired: String? = nil) -> String? {
         lock.withLock {
             let now = clock()
             if let current, let expired, current.token != expired { return current.token }
             if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
-            return mint(now)
+            return fromStore(now, expired: expired ?? current?.token) ?? mint(now)
         }
     }
 
+    /// With a store: the token in force there when this key sealed it, it is younger than `lifetime` and it
+    /// is not `expired`; else a fresh one put there in place of what was read, or the one another process
+    /// put there first. Nil without a store, or when the store failed before a token was minted (its own
+    /// log says why; this process then sends a token of its own).
+    private func fromStore(_ now: Date, expired: String?) -> String? {
+        guard let store else { return nil }
+        var fresh: String?
+        do {
+            let stored = try store.load(teamID: credentials.teamID, keyID: credentials.keyID)
+            if let stored, let token = usable(stored, now: now, expired: expired) { return adopt(token, stored) }
+            let token = mint(now)
+            fresh = token
+            guard let inForce = try store.replace(stored, with: seal.seal(token, issuedAt: Int(current!.issuedAt.timeIntervalSince1970))),
+                  let theirs = usable(inForce, now: now, expired: expired) else { return token }
+            return adopt(theirs, inForce)
+        } catch {
+            return fresh
+        }
+    }
+
+    private func usable(_ stored: SealedAPNsToken, now: Date, expired: String?) -> String? {
+        guard let token = seal.open(stored), token != expired else { return nil }
+        let age = now.timeIntervalSince1970 - Double(stored.issuedAt)
+        // A minute ahead is another host's clock; APNs refuses a token from the future or older than an hour.
+        return age > -60 && age < lifetime ? token : nil
+    }
+
+    private func adopt(_ token: String, _ stored: SealedAPNsToken) -> String {
+        current = (token, Date(timeIntervalSince1970: TimeInterval(stored.issuedAt)))
+        return token
+    }
+
     private func mint(_ now: Date) -> String {
+        let issuedAt = Int(now.timeIntervalSince1970)
         let header = #"{"alg":"ES256","kid":"\#(credentials.keyID)"}"#
-        let claims = #"{"iss":"\#(credentials.teamID)","iat":\#(Int(now.timeIntervalSince1970))}"#
+        let claims = #"{"iss":"\#(credentials.teamID)","iat":\#(issuedAt)}"#
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         // ES256 in a JWT is the raw 64-byte R‖S, not DER (RFC 7518 §3.4).
         let signature = try! credentials.privateKey.signature(for: Data(signingInput.utf8)).rawRepresentation
         let token = signingInput + "." + Base64URL.encode(signature)
-        current = (token, now)
+        current = (token, Date(timeIntervalSince1970: TimeInterval(issuedAt)))
         minted += 1
         return token
     }

@@ -549,6 +549,60 @@ import TestSupport
         #expect(perConnection.values.allSatisfy { $0 <= 1500 }, "no worker sends half of them: \(perConnection)")
     }
 
+    func authorizations() -> Set<String> {
+        Set(pushes(.apns).compactMap { request in request.headers.first { $0.0 == "authorization" }?.1 })
+    }
+
+    @Test func pushDeliverRunsShareOneProviderTokenSealedInTheDatabase() throws {
+        // push-deliver runs every minute: a token minted by each run would show APNs a new one every minute
+        // (TooManyProviderTokenUpdates past one per 20 minutes).
+        try bulkDeliveries(10)
+        let first = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        try bulkDeliveries(10)
+        let second = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(try states() == ["sent": 20])
+        #expect(pushes(.apns).count == 20)
+        let sent = authorizations()
+        #expect(sent.count == 1, "one provider token for both runs, not one each: \(sent.count)")
+        // Stored sealed: the table holds nothing that can send a push.
+        let token = try #require(sent.first).replacingOccurrences(of: "bearer ", with: "")
+        let stored = try f.connection.query("""
+            SELECT count(*), count(*) FILTER (WHERE position(convert_to(\(String(token.prefix(24))), 'UTF8') IN sealed) > 0)
+              FROM apns_provider_tokens WHERE team_id = \(PushEnvironment.teamID) AND key_id = \(PushEnvironment.keyID)
+            """).first!
+        #expect(try stored.decode(0, as: Int.self) == 1)
+        #expect(try stored.decode(1, as: Int.self) == 0, "the token is not readable in the database")
+    }
+
+    @Test func aScenarioJobAndPushDeliverSendTheSameProviderToken() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        _ = try f.device(kari, provider: "apns")
+        let job = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(job.status == 0, "stderr: \(job.stderr)")
+        try bulkDeliveries(3)
+        let deliver = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(deliver.status == 0, "stderr: \(deliver.stderr)")
+        #expect(pushes(.apns).count == 4)
+        #expect(authorizations().count == 1, "the job's token is the one push-deliver sends")
+    }
+
+    @Test func aDamagedSharedTokenRowIsReplacedAndDeliveryGoesOn() throws {
+        try bulkDeliveries(5)
+        try f.connection.execute("""
+            INSERT INTO apns_provider_tokens (team_id, key_id, issued_at, sealed)
+            VALUES (\(PushEnvironment.teamID), \(PushEnvironment.keyID), now() - interval '1 minute', decode('00ff00ff', 'hex'))
+            """)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try states() == ["sent": 5])
+        #expect(pushes(.apns).count == 5 && pushes(.apns).allSatisfy { $0.status == 200 })
+        let replaced = try f.connection.query("SELECT length(sealed) > 4 FROM apns_provider_tokens").first!
+        #expect(try replaced.decode(0, as: Bool.self), "the damaged row was replaced by the token sent")
+    }
+
     @Test func fourConcurrentPushDeliverProcessesSendEachDeliveryExactlyOnce() throws {
         try bulkDeliveries(2000)
         var environment = push.variables
@@ -564,6 +618,7 @@ import TestSupport
         #expect(Set(sent.compactMap(\.deviceToken)).count == 2000, "no delivery sent twice")
         let perProcess = results.compactMap { ($0.summary?["push"] as? [String: Any])?["sent"] as? Int }
         #expect(perProcess.reduce(0, +) == 2000)
+        #expect(authorizations().count == 1, "the four processes send one provider token")
     }
 
     @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
