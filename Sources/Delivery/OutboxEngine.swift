@@ -182,7 +182,7 @@ public final class OutboxEngine {
             // A batch claimed ahead that will not be sent now goes back at once.
             if writer.isClaiming {
                 writer.drain()
-                for claimed in writer.takeClaimed() ?? [] { recorder.release(claimed); report.released += 1 }
+                for claimed in writer.takeClaimed() ?? [] { recorder.release(claimed); report.claimed += 1; report.released += 1 }
             }
             writer.write(recorder, with: flush)
             writer.drain()

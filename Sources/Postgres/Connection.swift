@@ -66,10 +66,10 @@ public final class Connection {
 
     deinit { PQfinish(handle) }
 
-    /// A new connection to the same database with the same settings, for work that must not share this
-    /// one's session or thread.
-    public func sibling(applicationName: String) throws -> Connection {
-        try Connection(url: url, applicationName: applicationName, statementTimeout: statementTimeout)
+    /// A new connection to the same database with the same settings (the statement timeout too, unless
+    /// given), for work that must not share this one's session or thread.
+    public func sibling(applicationName: String, statementTimeout: Duration? = nil) throws -> Connection {
+        try Connection(url: url, applicationName: applicationName, statementTimeout: statementTimeout ?? self.statementTimeout)
     }
 
     /// The server's version number, e.g. 150018.

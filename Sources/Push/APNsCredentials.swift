@@ -48,20 +48,27 @@ public struct APNsCredentials: Sendable {
 /// (`TooManyProviderTokenUpdates`). One per key (the fact sheet: one token per team and key, minted behind
 /// a lock): push-deliver's workers share it (`PushSettings.apnsTokens`), so its threads send one token, not
 /// one each; and with a store (`share(through:)`, migration 0021) every process that sends with the key
-/// shares it too: a process finds the token in force there and mints only when there is none it can use.
+/// shares it too: a process takes the token in force there and mints only when there is none it can use.
+///
+/// A process keeps the token it sends for at least 20 minutes (APNs refuses a new token on a connection
+/// sooner): it takes a stored token only while it is younger than 30 minutes (`lifetime - refreshFloor`),
+/// so it can keep it until 50. Ages of stored tokens are the store's (one clock for every host).
 public final class APNsTokenFactory: @unchecked Sendable {
     private let lock = NSLock()
     public let credentials: APNsCredentials
     /// Reuse a token this long before minting a new one.
     public var lifetime: TimeInterval = 50 * 60
-    /// Never mint twice within this.
+    /// Never mint twice within this, and never send a new token on a connection sooner.
     public var refreshFloor: TimeInterval = 20 * 60
     private let clock: () -> Date
+    /// The token sent, and when it was issued on this process's clock.
     private var current: (token: String, issuedAt: Date)?
     /// How many tokens this factory has minted (tests check that one is reused).
     public private(set) var minted = 0
     /// Where the processes sending with this key share the token in force; nil: this process's own.
     private var store: (any APNsTokenStore)?
+    /// A refresh through the store is under way (outside the lock): the others send the current token meanwhile.
+    private var refreshing = false
     private let seal: APNsTokenSeal
 
     public init(credentials: APNsCredentials, clock: @escaping () -> Date = Date.init) {
@@ -78,10 +85,33 @@ public final class APNsTokenFactory: @unchecked Sendable {
 
     /// The bearer token to send now.
     public func token() -> String {
-        lock.withLock {
-            let now = clock()
-            if let current, now.timeIntervalSince(current.issuedAt) < lifetime { return current.token }
-            return fromStore(now, expired: nil) ?? mint(now)
+        lock.lock()
+        let now = clock()
+        if let current, now.timeIntervalSince(current.issuedAt) < lifetime {
+            lock.unlock()
+            return current.token
+        }
+        guard let store else {
+            defer { lock.unlock() }
+            return install(mint(now))
+        }
+        guard let current else {
+            // The first token, before any push goes out: whoever else asks waits for it.
+            defer { lock.unlock() }
+            return install(fromStore(store, now: now, expired: nil, adoptBelow: lifetime - refreshFloor) ?? mint(now))
+        }
+        // Past its 50 minutes the current token still has 10 to live: one caller looks in the store, outside
+        // the lock (a database round trip), while the others go on sending the current one.
+        if refreshing {
+            lock.unlock()
+            return current.token
+        }
+        refreshing = true
+        lock.unlock()
+        let next = fromStore(store, now: now, expired: nil, adoptBelow: lifetime - refreshFloor)
+        return lock.withLock {
+            refreshing = false
+            return install(next ?? mint(now))
         }
     }
 
@@ -93,53 +123,66 @@ public final class APNsTokenFactory: @unchecked Sendable {
         lock.withLock {
             let now = clock()
             if let current, let expired, current.token != expired { return current.token }
+            let expired = expired ?? current?.token
+            if let store, let theirs = fromStore(store, now: now, expired: expired, adoptBelow: lifetime, mayMint: false) {
+                return install(theirs)
+            }
             if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
-            return fromStore(now, expired: expired ?? current?.token) ?? mint(now)
+            guard let store else { return install(mint(now)) }
+            return install(fromStore(store, now: now, expired: expired, adoptBelow: lifetime) ?? mint(now))
         }
     }
 
-    /// With a store: the token in force there when this key sealed it, it is younger than `lifetime` and it
-    /// is not `expired`; else a fresh one put there in place of what was read, or the one another process
-    /// put there first. Nil without a store, or when the store failed before a token was minted (its own
-    /// log says why; this process then sends a token of its own).
-    private func fromStore(_ now: Date, expired: String?) -> String? {
-        guard let store else { return nil }
-        var fresh: String?
+    /// A token and when it was issued, on this process's clock.
+    private typealias Issued = (token: String, issuedAt: Date, mintedHere: Bool)
+
+    /// Through the store: the token in force there when this key sealed it, it is not `expired` and it is
+    /// younger than `adoptBelow` by the store's clock; else (`mayMint`) a fresh one put there in place of
+    /// what was read, or the one another process put there first. Nil when there is none to take and
+    /// minting is not allowed, or when the store failed before a token was minted (its own log says why;
+    /// this process then sends a token of its own). Touches no state of the factory.
+    private func fromStore(_ store: any APNsTokenStore, now: Date, expired: String?, adoptBelow: TimeInterval,
+                           mayMint: Bool = true) -> Issued? {
+        var fresh: Issued?
         do {
             let stored = try store.load(teamID: credentials.teamID, keyID: credentials.keyID)
-            if let stored, let token = usable(stored, now: now, expired: expired) { return adopt(token, stored) }
-            let token = mint(now)
-            fresh = token
-            guard let inForce = try store.replace(stored, with: seal.seal(token, issuedAt: Int(current!.issuedAt.timeIntervalSince1970))),
-                  let theirs = usable(inForce, now: now, expired: expired) else { return token }
-            return adopt(theirs, inForce)
+            if let stored, let token = seal.open(stored.token), token != expired, stored.age < adoptBelow {
+                return (token, now - max(0, stored.age), false)
+            }
+            guard mayMint else { return nil }
+            let issuedAt = Int(now.timeIntervalSince1970)
+            let mine = sign(issuedAt: issuedAt)
+            let sealed = seal.seal(mine, issuedAt: issuedAt)
+            fresh = (mine, Date(timeIntervalSince1970: TimeInterval(issuedAt)), true)
+            if let inForce = try store.replace(stored?.token, with: sealed), inForce.token != sealed,
+               let theirs = seal.open(inForce.token), theirs != expired, inForce.age < lifetime {
+                // Another process stored its own first (just now): send that one, not ours.
+                return (theirs, now - max(0, inForce.age), true)
+            }
+            return fresh
         } catch {
             return fresh
         }
     }
 
-    private func usable(_ stored: SealedAPNsToken, now: Date, expired: String?) -> String? {
-        guard let token = seal.open(stored), token != expired else { return nil }
-        let age = now.timeIntervalSince1970 - Double(stored.issuedAt)
-        // A minute ahead is another host's clock; APNs refuses a token from the future or older than an hour.
-        return age > -60 && age < lifetime ? token : nil
-    }
-
-    private func adopt(_ token: String, _ stored: SealedAPNsToken) -> String {
-        current = (token, Date(timeIntervalSince1970: TimeInterval(stored.issuedAt)))
-        return token
-    }
-
-    private func mint(_ now: Date) -> String {
+    private func mint(_ now: Date) -> Issued {
         let issuedAt = Int(now.timeIntervalSince1970)
+        return (sign(issuedAt: issuedAt), Date(timeIntervalSince1970: TimeInterval(issuedAt)), true)
+    }
+
+    /// Makes `issued` the token in force for this process. Called with the lock held.
+    private func install(_ issued: Issued) -> String {
+        current = (issued.token, issued.issuedAt)
+        if issued.mintedHere { minted += 1 }
+        return issued.token
+    }
+
+    private func sign(issuedAt: Int) -> String {
         let header = #"{"alg":"ES256","kid":"\#(credentials.keyID)"}"#
         let claims = #"{"iss":"\#(credentials.teamID)","iat":\#(issuedAt)}"#
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         // ES256 in a JWT is the raw 64-byte R‖S, not DER (RFC 7518 §3.4).
         let signature = try! credentials.privateKey.signature(for: Data(signingInput.utf8)).rawRepresentation
-        let token = signingInput + "." + Base64URL.encode(signature)
-        current = (token, Date(timeIntervalSince1970: TimeInterval(issuedAt)))
-        minted += 1
-        return token
+        return signingInput + "." + Base64URL.encode(signature)
     }
 }

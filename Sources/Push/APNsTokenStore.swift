@@ -22,11 +22,12 @@ public struct SealedAPNsToken: Sendable, Equatable {
 /// migration 0021), so the key shows APNs one token at a time, not one per process: a new token more
 /// often than every 20 minutes is `TooManyProviderTokenUpdates`.
 public protocol APNsTokenStore: AnyObject, Sendable {
-    /// The token stored for this team and key, if any.
-    func load(teamID: String, keyID: String) throws -> SealedAPNsToken?
+    /// The token stored for this team and key, if any, with its age in seconds by the store's clock (one
+    /// clock for every host, whatever theirs say).
+    func load(teamID: String, keyID: String) throws -> (token: SealedAPNsToken, age: TimeInterval)?
     /// Stores `new` if what is stored is still `expected` (nil: nothing is stored), and returns what is
-    /// stored afterwards: `new`, or the token another process stored first (nil if there is none).
-    func replace(_ expected: SealedAPNsToken?, with new: SealedAPNsToken) throws -> SealedAPNsToken?
+    /// stored afterwards, with its age: `new`, or the token another process stored first (nil if none).
+    func replace(_ expected: SealedAPNsToken?, with new: SealedAPNsToken) throws -> (token: SealedAPNsToken, age: TimeInterval)?
 }
 
 /// Seals a provider token with AES-GCM under a key derived from the APNs signing key (HKDF-SHA256), bound

@@ -534,11 +534,12 @@ import TestSupport
     }
 
     @Test func workersShareTheDeliveriesAtAProvidersRoundTrip() throws {
-        // At 100 ms a push, each connection sends at most 1,000/s: claims of a fixed 2,000 rows let the first
+        // At 300 ms a push, each connection sends at most 333/s: claims of a fixed 2,000 rows let the first
         // worker take two thirds of these and send them alone while the others ran dry. Claims sized by the
-        // pace (two windows first, then a quarter second's worth) keep every worker busy to the end.
+        // pace (two windows first, then a quarter second's worth) keep every worker busy to the end (about
+        // 3 s: a worker starting up to 2 s late still gets its share).
         try bulkDeliveries(3000)
-        push.server.inject(.slow(seconds: 0.1), count: 10_000)
+        push.server.inject(.slow(seconds: 0.3), count: 10_000)
         let result = try Jobs.pushDeliver(db, ["--workers", "3"], environment: push.variables)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(try states() == ["sent": 3000])

@@ -8,19 +8,25 @@ import Testing
 struct SharedTokenTests {
     /// A store as the processes see it: compare-and-swap on the row; `racy` hides what is stored from
     /// `load`, as when two processes look at the same moment and both find nothing.
-    final class MemoryStore: APNsTokenStore, @unchecked Sendable {
+    /// Ages are by the store's own clock (`now`), as the database gives them.
+    class MemoryStore: APNsTokenStore, @unchecked Sendable {
         var row: SealedAPNsToken?
         var racy = false
         var failing = false
         var replaced = 0
-        func load(teamID: String, keyID: String) throws -> SealedAPNsToken? {
-            if failing { throw CocoaError(.fileReadUnknown) }
-            return racy ? nil : row
+        var now: () -> Date
+        init(now: @escaping () -> Date) { self.now = now }
+        func aged(_ token: SealedAPNsToken?) -> (token: SealedAPNsToken, age: TimeInterval)? {
+            token.map { ($0, now().timeIntervalSince1970 - Double($0.issuedAt)) }
         }
-        func replace(_ expected: SealedAPNsToken?, with new: SealedAPNsToken) throws -> SealedAPNsToken? {
+        func load(teamID: String, keyID: String) throws -> (token: SealedAPNsToken, age: TimeInterval)? {
+            if failing { throw CocoaError(.fileReadUnknown) }
+            return racy ? nil : aged(row)
+        }
+        func replace(_ expected: SealedAPNsToken?, with new: SealedAPNsToken) throws -> (token: SealedAPNsToken, age: TimeInterval)? {
             if failing { throw CocoaError(.fileWriteUnknown) }
             if row == expected { row = new; replaced += 1 }
-            return row
+            return aged(row)
         }
     }
 
@@ -39,7 +45,7 @@ struct SharedTokenTests {
     }
 
     @Test func aProcessSendsTheTokenAnotherStoredAndMintsNone() throws {
-        let store = MemoryStore()
+        let store = MemoryStore { start + 10 * 60 }
         let first = try process(store) { start }
         let token = first.token()
         let second = try process(store) { start + 10 * 60 }
@@ -49,8 +55,8 @@ struct SharedTokenTests {
     }
 
     @Test func aTokenPastItsFiftyMinutesIsReplacedOnceAndTheOthersFollow() throws {
-        let store = MemoryStore()
         var now = start
+        let store = MemoryStore { now }
         let first = try process(store) { now }
         let second = try process(store) { now }
         let old = first.token()
@@ -64,7 +70,7 @@ struct SharedTokenTests {
     }
 
     @Test func twoProcessesMintingAtTheSameMomentBothSendTheOneStoredFirst() throws {
-        let store = MemoryStore()
+        let store = MemoryStore { start }
         store.racy = true
         let first = try process(store) { start }
         let second = try process(store) { start }
@@ -74,7 +80,7 @@ struct SharedTokenTests {
     }
 
     @Test func aRowSealedByAnotherKeyOrDamagedIsReplaced() throws {
-        let store = MemoryStore()
+        let store = MemoryStore { start + 60 }
         let rotated = APNsTokenFactory(credentials: try credentials(P256.Signing.PrivateKey()), clock: { start })
         rotated.share(through: store)
         let foreign = rotated.token()
@@ -91,8 +97,8 @@ struct SharedTokenTests {
     }
 
     @Test func anExpiredSharedTokenIsReplacedByOneProcessAndTheOthersTakeItsReplacement() throws {
-        let store = MemoryStore()
         var now = start
+        let store = MemoryStore { now }
         let first = try process(store) { now }
         let second = try process(store) { now }
         let expired = first.token()
@@ -104,8 +110,83 @@ struct SharedTokenTests {
         #expect(first.minted == 2 && second.minted == 0)
     }
 
+    @Test func aStoredTokenOlderThanThirtyMinutesIsNotTakenUpSoItCanBeKeptTwenty() throws {
+        // APNs refuses a new token on a connection within 20 minutes of the last: a process that took up a
+        // 45-minute-old token would have to drop it 5 minutes later, at 50.
+        var now = start
+        let store = MemoryStore { now }
+        let first = try process(store) { now }
+        let old = first.token()
+        now += 35 * 60
+        let second = try process(store) { now }
+        let own = second.token()
+        #expect(own != old)
+        #expect(second.minted == 1)
+        #expect(first.token() == old, "the first keeps its token until its 50 minutes")
+        now += 60
+        #expect(try process(store) { now }.token() == own, "a third takes the second's, now stored")
+    }
+
+    @Test func agesAreTheStoresSoASlowClockTakesUpAFreshToken() throws {
+        var now = start
+        let store = MemoryStore { now }
+        let first = try process(store) { now }
+        let token = first.token()
+        now += 60
+        // Five minutes slow: by its own clock the stored token was issued four minutes from now.
+        let slow = try process(store) { now - 5 * 60 }
+        #expect(slow.token() == token, "taken up, not overwritten by a token of its own")
+        #expect(slow.minted == 0 && store.replaced == 1)
+    }
+
+    @Test func anExpiredAnswerWithinTheFloorTakesAReplacementAlreadyStored() throws {
+        var now = start
+        let store = MemoryStore { now }
+        let first = try process(store) { now }
+        let token = first.token()
+        now += 5 * 60
+        #expect(first.refreshAfterExpiry(of: token) == nil, "called expired at 5 minutes, and nothing else stored: the clock is off")
+        let seal = APNsTokenSeal(credentials: try credentials(key))
+        store.row = seal.seal("another-process-token", issuedAt: Int(now.timeIntervalSince1970))
+        #expect(first.refreshAfterExpiry(of: token) == "another-process-token")
+        #expect(first.minted == 1)
+    }
+
+    @Test func whileOneThreadRefreshesThroughTheStoreTheOthersSendTheCurrentToken() throws {
+        // The refresh is a database round trip: it must not hold up the pushes of every worker.
+        final class SlowStore: MemoryStore, @unchecked Sendable {
+            let entered = DispatchSemaphore(value: 0)
+            let gate = DispatchSemaphore(value: 0)
+            var slow = false
+            override func load(teamID: String, keyID: String) throws -> (token: SealedAPNsToken, age: TimeInterval)? {
+                if slow { entered.signal(); gate.wait() }
+                return try super.load(teamID: teamID, keyID: keyID)
+            }
+        }
+        let clock = LockedDate(start)
+        let store = SlowStore { clock.now }
+        let factory = try process(store) { clock.now }
+        let old = factory.token()
+        clock.now = start + 51 * 60
+        store.slow = true
+        nonisolated(unsafe) var fresh = ""
+        Thread { fresh = factory.token() }.start()
+        #expect(store.entered.wait(timeout: .now() + 10) == .success)
+        // Another caller, on a thread of its own so that a caller held up fails the test instead of hanging it.
+        let answered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var meanwhile = ""
+        Thread { meanwhile = factory.token(); answered.signal() }.start()
+        #expect(answered.wait(timeout: .now() + 5) == .success, "another caller is not held up")
+        #expect(meanwhile == old, "it sends the current token")
+        store.gate.signal()
+        for _ in 0..<500 where fresh.isEmpty { usleep(10_000) }
+        #expect(!fresh.isEmpty && fresh != old)
+        store.slow = false
+        #expect(factory.token() == fresh)
+    }
+
     @Test func aFailingStoreLeavesTheProcessItsOwnToken() throws {
-        let store = MemoryStore()
+        let store = MemoryStore { start }
         store.failing = true
         let factory = try process(store) { start }
         let token = factory.token()
@@ -128,5 +209,16 @@ struct SharedTokenTests {
         moved.teamID = "ZZZ123GHIJ"
         #expect(seal.open(moved) == nil, "bound to its team")
         #expect(APNsTokenSeal(credentials: try credentials(P256.Signing.PrivateKey())).open(sealed) == nil)
+    }
+}
+
+/// A date several threads read and set.
+final class LockedDate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Date
+    init(_ value: Date) { self.value = value }
+    var now: Date {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
     }
 }
