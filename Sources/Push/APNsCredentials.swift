@@ -95,10 +95,11 @@ public final class APNsTokenFactory: @unchecked Sendable {
             defer { lock.unlock() }
             return install(mint(now))
         }
+        let (lifetime, takeUpBelow) = (self.lifetime, self.lifetime - refreshFloor)
         guard let current else {
             // The first token, before any push goes out: whoever else asks waits for it.
             defer { lock.unlock() }
-            return install(fromStore(store, now: now, expired: nil, adoptBelow: lifetime - refreshFloor) ?? mint(now))
+            return install(fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime) ?? mint(now))
         }
         // Past its 50 minutes the current token still has 10 to live: one caller looks in the store, outside
         // the lock (a database round trip), while the others go on sending the current one.
@@ -108,9 +109,11 @@ public final class APNsTokenFactory: @unchecked Sendable {
         }
         refreshing = true
         lock.unlock()
-        let next = fromStore(store, now: now, expired: nil, adoptBelow: lifetime - refreshFloor)
+        let next = fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime)
         return lock.withLock {
             refreshing = false
+            // Replaced meanwhile (after ExpiredProviderToken): that one stays, or the providers would switch twice.
+            if let replaced = self.current, replaced.token != current.token { return replaced.token }
             return install(next ?? mint(now))
         }
     }
@@ -124,12 +127,13 @@ public final class APNsTokenFactory: @unchecked Sendable {
             let now = clock()
             if let current, let expired, current.token != expired { return current.token }
             let expired = expired ?? current?.token
-            if let store, let theirs = fromStore(store, now: now, expired: expired, adoptBelow: lifetime, mayMint: false) {
+            let takeUpBelow = lifetime - refreshFloor
+            if let store, let theirs = fromStore(store, now: now, expired: expired, takeUpBelow: takeUpBelow, lifetime: lifetime, mayMint: false) {
                 return install(theirs)
             }
             if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
             guard let store else { return install(mint(now)) }
-            return install(fromStore(store, now: now, expired: expired, adoptBelow: lifetime) ?? mint(now))
+            return install(fromStore(store, now: now, expired: expired, takeUpBelow: takeUpBelow, lifetime: lifetime) ?? mint(now))
         }
     }
 
@@ -137,16 +141,16 @@ public final class APNsTokenFactory: @unchecked Sendable {
     private typealias Issued = (token: String, issuedAt: Date, mintedHere: Bool)
 
     /// Through the store: the token in force there when this key sealed it, it is not `expired` and it is
-    /// younger than `adoptBelow` by the store's clock; else (`mayMint`) a fresh one put there in place of
+    /// younger than `takeUpBelow` by the store's clock; else (`mayMint`) a fresh one put there in place of
     /// what was read, or the one another process put there first. Nil when there is none to take and
     /// minting is not allowed, or when the store failed before a token was minted (its own log says why;
     /// this process then sends a token of its own). Touches no state of the factory.
-    private func fromStore(_ store: any APNsTokenStore, now: Date, expired: String?, adoptBelow: TimeInterval,
-                           mayMint: Bool = true) -> Issued? {
+    private func fromStore(_ store: any APNsTokenStore, now: Date, expired: String?, takeUpBelow: TimeInterval,
+                           lifetime: TimeInterval, mayMint: Bool = true) -> Issued? {
         var fresh: Issued?
         do {
             let stored = try store.load(teamID: credentials.teamID, keyID: credentials.keyID)
-            if let stored, let token = seal.open(stored.token), token != expired, stored.age < adoptBelow {
+            if let stored, let token = seal.open(stored.token), token != expired, stored.age < takeUpBelow {
                 return (token, now - max(0, stored.age), false)
             }
             guard mayMint else { return nil }
@@ -154,8 +158,9 @@ public final class APNsTokenFactory: @unchecked Sendable {
             let mine = sign(issuedAt: issuedAt)
             let sealed = seal.seal(mine, issuedAt: issuedAt)
             fresh = (mine, Date(timeIntervalSince1970: TimeInterval(issuedAt)), true)
-            if let inForce = try store.replace(stored?.token, with: sealed), inForce.token != sealed,
-               let theirs = seal.open(inForce.token), theirs != expired, inForce.age < lifetime {
+            guard let inForce = try store.replace(stored?.token, with: sealed) else { return fresh }
+            if inForce.token == sealed { return (mine, now - max(0, inForce.age), true) } // aged by the store's clock too
+            if let theirs = seal.open(inForce.token), theirs != expired, inForce.age < lifetime {
                 // Another process stored its own first (just now): send that one, not ours.
                 return (theirs, now - max(0, inForce.age), true)
             }

@@ -152,37 +152,85 @@ struct SharedTokenTests {
         #expect(first.minted == 1)
     }
 
+    /// A store whose first `load` waits for `gate` (and then fails when `failFirst`): a refresh under way.
+    final class SlowStore: MemoryStore, @unchecked Sendable {
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        var slowLoads = 0
+        var failFirst = false
+        override func load(teamID: String, keyID: String) throws -> (token: SealedAPNsToken, age: TimeInterval)? {
+            if slowLoads > 0 {
+                slowLoads -= 1
+                entered.signal()
+                gate.wait()
+                if failFirst { throw CocoaError(.fileReadUnknown) }
+            }
+            return try super.load(teamID: teamID, keyID: keyID)
+        }
+    }
+
+    /// Runs `body` on a thread of its own; `result` waits for it (nil after `seconds`).
+    final class Background: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private var value: String?
+        init(_ body: @escaping @Sendable () -> String) {
+            Thread { [self] in value = body(); done.signal() }.start()
+        }
+        func result(within seconds: Int) -> String? {
+            done.wait(timeout: .now() + .seconds(seconds)) == .success ? value : nil
+        }
+    }
+
     @Test func whileOneThreadRefreshesThroughTheStoreTheOthersSendTheCurrentToken() throws {
         // The refresh is a database round trip: it must not hold up the pushes of every worker.
-        final class SlowStore: MemoryStore, @unchecked Sendable {
-            let entered = DispatchSemaphore(value: 0)
-            let gate = DispatchSemaphore(value: 0)
-            var slow = false
-            override func load(teamID: String, keyID: String) throws -> (token: SealedAPNsToken, age: TimeInterval)? {
-                if slow { entered.signal(); gate.wait() }
-                return try super.load(teamID: teamID, keyID: keyID)
-            }
-        }
         let clock = LockedDate(start)
         let store = SlowStore { clock.now }
         let factory = try process(store) { clock.now }
         let old = factory.token()
         clock.now = start + 51 * 60
-        store.slow = true
-        nonisolated(unsafe) var fresh = ""
-        Thread { fresh = factory.token() }.start()
+        store.slowLoads = 1
+        let refresh = Background { factory.token() }
         #expect(store.entered.wait(timeout: .now() + 10) == .success)
         // Another caller, on a thread of its own so that a caller held up fails the test instead of hanging it.
-        let answered = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var meanwhile = ""
-        Thread { meanwhile = factory.token(); answered.signal() }.start()
-        #expect(answered.wait(timeout: .now() + 5) == .success, "another caller is not held up")
-        #expect(meanwhile == old, "it sends the current token")
+        let other = Background { factory.token() }
+        #expect(other.result(within: 5) == old, "another caller is not held up: it sends the current token")
         store.gate.signal()
-        for _ in 0..<500 where fresh.isEmpty { usleep(10_000) }
-        #expect(!fresh.isEmpty && fresh != old)
-        store.slow = false
+        let fresh = try #require(refresh.result(within: 10))
+        #expect(fresh != old)
         #expect(factory.token() == fresh)
+    }
+
+    @Test func aRefreshThatFailsDoesNotUndoAReplacementMadeMeanwhile() throws {
+        // While one thread's look in the store hangs and then fails, another's ExpiredProviderToken replaces
+        // the token: the providers switch once, not twice within seconds (TooManyProviderTokenUpdates).
+        let clock = LockedDate(start)
+        let store = SlowStore { clock.now }
+        let factory = try process(store) { clock.now }
+        let old = factory.token()
+        clock.now = start + 51 * 60
+        store.slowLoads = 1
+        store.failFirst = true
+        let refresh = Background { factory.token() }
+        #expect(store.entered.wait(timeout: .now() + 10) == .success)
+        let replacement = try #require(factory.refreshAfterExpiry(of: old))
+        #expect(replacement != old)
+        store.gate.signal()
+        #expect(refresh.result(within: 10) == replacement)
+        #expect(factory.token() == replacement)
+        #expect(factory.minted == 2, "no third token minted by the failed refresh")
+    }
+
+    @Test func manyThreadsAskingForTheFirstTokenAtOnceGetOne() throws {
+        let store = MemoryStore { start }
+        let factory = try process(store) { start }
+        let lock = NSLock()
+        nonisolated(unsafe) var tokens = Set<String>()
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            let token = factory.token()
+            lock.withLock { _ = tokens.insert(token) }
+        }
+        #expect(tokens.count == 1)
+        #expect(factory.minted == 1 && store.replaced == 1)
     }
 
     @Test func aFailingStoreLeavesTheProcessItsOwnToken() throws {
@@ -190,7 +238,7 @@ struct SharedTokenTests {
         store.failing = true
         let factory = try process(store) { start }
         let token = factory.token()
-        #expect(!token.isEmpty)
+        #expect(token.split(separator: ".").count == 3, "a JWT of its own")
         #expect(factory.token() == token)
         #expect(factory.minted == 1)
     }
