@@ -16,6 +16,9 @@ public struct PushSettings: Sendable {
     public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
     public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint
     public var fcm: GoogleServiceAccount?
+    /// The one set of FCM access tokens of these settings (made by `load`): every engine made from them
+    /// (push-deliver's workers) sends the same OAuth token, fetched once, as the fact sheet asks.
+    public private(set) var fcmTokens: GoogleAccessTokens?
     public var fcmEndpoint = FCMRequestBuilder.endpoint
     public var http = HTTP2Client.Configuration()
     public var maxAttempts = 8
@@ -73,6 +76,13 @@ public struct PushSettings: Sendable {
             guard let n = Int(text), (1...100).contains(n) else { throw JobFailure(.config, "PUSH_MAX_ATTEMPTS: must be a number from 1 to 100, got \(text)") }
             settings.maxAttempts = n
         }
+        if let account = settings.fcm {
+            do {
+                settings.fcmTokens = try GoogleAccessTokens(account: account, http: settings.http)
+            } catch {
+                throw JobFailure(.unavailable, "FCM: cannot set up the HTTP client for the OAuth token endpoint: \(error)")
+            }
+        }
         return settings
     }
 
@@ -92,7 +102,9 @@ public struct PushSettings: Sendable {
                                             clock: clock, tokens: apnsTokens)
         }
         if let fcm {
-            providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock)
+            // The shared tokens only for the account they were made for (a caller may have set another).
+            let shared = fcmTokens.flatMap { $0.account.clientEmail == fcm.clientEmail && $0.account.tokenURI == fcm.tokenURI ? $0 : nil }
+            providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock, accessTokens: shared)
         }
         return providers
     }

@@ -2,8 +2,12 @@ import Foundation
 import HTTP2
 
 /// OAuth2 access tokens for FCM from a service account (RFC 7523 JWT bearer grant), cached until
-/// shortly before they expire. Uses its own HTTP/2 client, so it can be called between sends.
-public final class GoogleAccessTokens {
+/// shortly before they expire. Uses its own HTTP/2 client, so it can be called between sends. One per
+/// process and account (the fact sheet: one OAuth token shared across all connections): push-deliver's
+/// workers share it (`PushSettings.fcmTokens`), behind a lock, so a fetch or a refresh after 401 made by
+/// one worker serves the others.
+public final class GoogleAccessTokens: @unchecked Sendable {
+    private let lock = NSLock()
     public let account: GoogleServiceAccount
     /// Refresh this long before expiry (google-auth uses about 3¾ minutes).
     public var refreshMargin: TimeInterval = 5 * 60
@@ -28,6 +32,8 @@ public final class GoogleAccessTokens {
     /// A valid access token, fetched if there is none or it is about to expire (if that fails, the current one
     /// while it still works). Within `quietAfterFailure` of a failed fetch it asks no one.
     public func token() throws(PushOutcomeError) -> String {
+        lock.lock()
+        defer { lock.unlock() }
         let now = clock()
         if let current, current.expiresAt.timeIntervalSince(now) > refreshMargin { return current.token }
         if let failure = lastFailure, now.timeIntervalSince(failure.at) < quietAfterFailure {
@@ -43,10 +49,14 @@ public final class GoogleAccessTokens {
         }
     }
 
-    /// Drops the cached token and fetches a new one (after FCM answered 401). Within `quietAfterFailure` of a
-    /// failed fetch it asks no one and throws that failure again: a window of 401s must not turn into a
-    /// blocking request each to an endpoint that just failed.
-    public func refresh() throws(PushOutcomeError) -> String {
+    /// Drops the cached token and fetches a new one (after FCM answered 401 to `rejected`), unless another
+    /// user of these tokens already did (the token in force is no longer `rejected`: that one is returned).
+    /// Within `quietAfterFailure` of a failed fetch it asks no one and throws that failure again: a window of
+    /// 401s must not turn into a blocking request each to an endpoint that just failed.
+    public func refresh(replacing rejected: String? = nil) throws(PushOutcomeError) -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let current, let rejected, current.token != rejected { return current.token }
         current = nil
         if let failure = lastFailure, clock().timeIntervalSince(failure.at) < quietAfterFailure { throw failure.error }
         return try fetch()

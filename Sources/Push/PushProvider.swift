@@ -85,10 +85,12 @@ public final class FCMProvider: PushProvider {
     }
     public private(set) var credentialGeneration = 0
 
+    /// `accessTokens`: the process's tokens for this account, shared by every provider that sends with it;
+    /// nil makes its own.
     public init(account: GoogleServiceAccount, endpoint: String = FCMRequestBuilder.endpoint, http: HTTP2Client.Configuration,
-                clock: @escaping () -> Date = Date.init) throws {
+                clock: @escaping () -> Date = Date.init, accessTokens: GoogleAccessTokens? = nil) throws {
         builder = FCMRequestBuilder(projectID: account.projectID, endpoint: endpoint)
-        accessTokens = try GoogleAccessTokens(account: account, http: http, clock: clock)
+        self.accessTokens = try accessTokens ?? GoogleAccessTokens(account: account, http: http, clock: clock)
         self.clock = clock
     }
 
@@ -106,7 +108,7 @@ public final class FCMProvider: PushProvider {
     }
 
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
-        accessToken = try accessTokens.refresh()
+        accessToken = try accessTokens.refresh(replacing: accessToken)
         return true
     }
 }

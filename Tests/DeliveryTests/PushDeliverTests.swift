@@ -504,7 +504,7 @@ import TestSupport
     }
 
     /// `count` mentors with one APNs token and one pending delivery each, made in one statement.
-    func bulkDeliveries(_ count: Int) throws {
+    func bulkDeliveries(_ count: Int, provider: String = "apns") throws {
         let org = try f.organization("Org")
         try f.connection.execute("""
             WITH u AS (
@@ -512,15 +512,26 @@ import TestSupport
                 SELECT \(org), 'peer_mentor', 'Mentor ' || g, now() - interval '100 days' FROM generate_series(1, \(count)) g RETURNING id
             ), t AS (
                 INSERT INTO device_tokens (user_id, provider, token, apns_environment, app_id)
-                SELECT id, 'apns', md5(id::text) || md5(id::text || 'x'), 'production', 'no.likeperson.app' FROM u RETURNING id, user_id
+                SELECT id, \(provider), CASE \(provider) WHEN 'apns' THEN md5(id::text) || md5(id::text || 'x') ELSE repeat(md5(id::text), 4) END,
+                       CASE \(provider) WHEN 'apns' THEN 'production' END, 'no.likeperson.app' FROM u RETURNING id, user_id
             ), n AS (
                 INSERT INTO notifications (user_id, category, title, body, dedupe_key)
                 SELECT user_id, 'inactivity', 'Title', 'Body', 'bulk:' || user_id FROM t RETURNING id, user_id
             ), d AS (
                 INSERT INTO deliveries (notification_id, device_token_id) SELECT n.id, t.id FROM n JOIN t USING (user_id) RETURNING id
             )
-            INSERT INTO delivery_queue (delivery_id, provider) SELECT id, 'apns' FROM d
+            INSERT INTO delivery_queue (delivery_id, provider) SELECT id, \(provider) FROM d
             """)
+    }
+
+    @Test func workersInOneProcessAskForOneFCMAccessToken() throws {
+        try bulkDeliveries(300, provider: "fcm")
+        let result = try Jobs.pushDeliver(db, ["--workers", "3"], environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try states() == ["sent": 300])
+        #expect(pushes(.fcm).filter { $0.status == 200 }.count == 300)
+        #expect(Set(pushes(.fcm).map(\.connectionID)).count > 1, "the workers' own connections")
+        #expect(pushes(.oauth).count == 1, "one access token for the three workers: \(pushes(.oauth).count)")
     }
 
     @Test func workersInOneProcessSendEachDeliveryOnceOverTheirOwnConnections() throws {

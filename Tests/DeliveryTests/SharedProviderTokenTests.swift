@@ -43,6 +43,31 @@ import TestSupport
         #expect(factory.minted == 1)
     }
 
+    @Test func theWorkersOfOneProcessAskForOneFCMAccessToken() throws {
+        let settings = try PushSettings.load(try DeliveryOptions.parse([]), environment: push.variables)
+        let workers = try (0..<4).map { _ in try #require(try settings.providers()[.fcm]) }
+        for worker in workers { try worker.prepare() }
+        let oauth = push.server.requests().filter { $0.provider == .oauth }
+        #expect(oauth.count == 1, "one access token for every worker, not one each: \(oauth.count)")
+        let sent = Set(workers.map { provider in
+            provider.request(message(), target: PushTarget(provider: .fcm, token: String(repeating: "f", count: 152)), tag: 0)
+                .headers.first { $0.0 == "authorization" }?.1 ?? ""
+        })
+        #expect(sent.count == 1)
+    }
+
+    @Test func aRefreshAfter401ThatAnotherWorkerMadeServesTheRest() throws {
+        let settings = try PushSettings.load(try DeliveryOptions.parse([]), environment: push.variables)
+        let tokens = try #require(settings.fcmTokens)
+        let first = try tokens.token()
+        // Worker A's push was answered 401: a fresh token.
+        let fresh = try tokens.refresh(replacing: first)
+        #expect(fresh != first)
+        // Worker B's push with the same old token, answered 401 a moment later: the fresh one, no new fetch.
+        #expect(try tokens.refresh(replacing: first) == fresh)
+        #expect(push.server.requests().filter { $0.provider == .oauth }.count == 2)
+    }
+
     @Test func aRefreshAnotherWorkerMadeServesTheRest() throws {
         var now = Date(timeIntervalSince1970: 1_781_510_400)
         let factory = APNsTokenFactory(credentials: try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID,
