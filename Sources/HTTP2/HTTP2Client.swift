@@ -442,9 +442,6 @@ final class Transfer {
         self.request = request
         ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url)
         ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method == "POST" ? nil : request.method)
-        // 0: any connection. libcurl compares whole seconds of age (a connection counts as too old once its
-        // age in whole seconds is above the limit), so one second is the least, and younger ones pass.
-        ccurl_easy_setopt_long(easy, CURLOPT_MAXLIFETIME_CONN, request.connectionYoungerThan.map { max(1, Int($0.components.seconds)) } ?? 0)
         if request.method == "POST" || !request.body.isEmpty {
             ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
             // COPYPOSTFIELDS copies the body: libcurl does not copy plain POSTFIELDS.

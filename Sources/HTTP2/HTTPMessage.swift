@@ -6,12 +6,6 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The caller's handle for this request (a delivery id, an index): handed back with the response.
     public var tag: Int
-    /// Sent only on a connection opened less than this long ago (libcurl's `CURLOPT_MAXLIFETIME_CONN`, in
-    /// whole seconds, one at least); nil: on any. After a change of credentials, so that no connection that
-    /// carried the old ones carries the new (APNs: a new provider token on a connection within 20 minutes
-    /// of its last is `TooManyProviderTokenUpdates`). An older connection finishes what it carries and
-    /// closes; a new one is opened.
-    public var connectionYoungerThan: Duration?
 
     public init(method: String = "POST", url: String, headers: [(String, String)], body: [UInt8], tag: Int = 0) {
         self.method = method

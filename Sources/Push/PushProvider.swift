@@ -26,10 +26,6 @@ public final class APNsProvider: PushProvider {
     private var authorization: String
     private var authorizationHeader: String
     public private(set) var credentialGeneration = 0
-    /// When the token in use replaced another: for the next 20 minutes its requests go only on connections
-    /// opened since, never on one that carried the old token (APNs counts token updates per connection: a
-    /// connection opened late in a token's life would see the new one within minutes).
-    private var switchedAt: ContinuousClock.Instant?
 
     /// `tokens`: the process's factory for these credentials, shared by every provider that sends with them;
     /// nil makes one of its own on `clock`.
@@ -50,14 +46,8 @@ public final class APNsProvider: PushProvider {
             authorization = current
             authorizationHeader = "bearer " + current
             credentialGeneration += 1
-            switchedAt = .now
         }
-        var request = builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
-        if let switchedAt {
-            let since = ContinuousClock.now - switchedAt
-            if since < .seconds(tokens.refreshFloor) { request.connectionYoungerThan = since } else { self.switchedAt = nil }
-        }
-        return request
+        return builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
     }
 
     public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
@@ -66,7 +56,6 @@ public final class APNsProvider: PushProvider {
 
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
         guard let fresh = tokens.refreshAfterExpiry(of: authorization) else { return false }
-        if fresh != authorization { switchedAt = .now }
         authorization = fresh
         authorizationHeader = "bearer " + fresh
         credentialGeneration += 1

@@ -94,35 +94,6 @@ import TestSupport
         #expect(Set(sent.compactMap { $0.header("authorization") }).count == 2, "the old token and one fresh one")
     }
 
-    @Test func aTokenReplacedSoonAfterAConnectionOpenedGoesOutOnANewConnection() throws {
-        _ = try pendingAPNsDeliveries(2)
-        // The token in use is 45 minutes old when the run opens its connection, and past its 50 (so replaced)
-        // when the second push goes out, 6 minutes later by the clocks: on that connection the new token would
-        // come 6 minutes after the old one was first seen there, which APNs answers TooManyProviderTokenUpdates.
-        let first = provider.tokens.token()
-        clock.advance(45 * 60)
-        // The first push is answered after 3 s (a new connection carries one push until its first answer); the
-        // clocks move once the fake has it. The connection is then over a second old: libcurl's ages are whole
-        // seconds.
-        push.server.inject(.slow(seconds: 3), count: 1)
-        let clock = self.clock
-        let server = push.server
-        DispatchQueue.global().async {
-            let deadline = Date().addingTimeInterval(20)
-            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
-            clock.advance(6 * 60)
-        }
-        let report = try runEngine()
-
-        #expect(report.brokenProviders.isEmpty, "\(report.brokenProviders)")
-        #expect(report.sent == 2)
-        let sent = push.server.requests().filter { $0.provider == .apns }
-        #expect(sent.map(\.status) == [200, 200])
-        #expect(sent.first?.header("authorization") == "bearer " + first)
-        #expect(sent.last?.header("authorization") != "bearer " + first, "the token past its 50 minutes was replaced")
-        #expect(Set(sent.map(\.connectionID)).count == 2, "the new token went out on a new connection")
-    }
-
     /// FCM asks for an access token on every push; when the token endpoint fails near the end of the token's
     /// life, it is asked once, not per push (each ask blocks the run), and the token still in force is used.
     @Test func aFailingTokenEndpointIsAskedOnceNotOncePerPush() throws {
