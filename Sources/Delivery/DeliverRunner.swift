@@ -99,8 +99,9 @@ public enum DeliverRunner {
         return try engine.run(scope: .all)
     }
 
-    /// `options.workers` engines on their own threads, each with its own connections. They share
-    /// nothing but the database, where row claiming keeps them apart, as it keeps separate processes apart.
+    /// `options.workers` engines on their own threads, each with its own connections. They share the
+    /// database, where row claiming keeps them apart, as it keeps separate processes apart, and the settings'
+    /// provider credentials (one APNs provider token, one FCM access token).
     static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger) throws -> DeliveryReport {
         let results = WorkerResults()
         let group = DispatchGroup()

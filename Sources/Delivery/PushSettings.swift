@@ -79,8 +79,9 @@ public struct PushSettings: Sendable {
         if let account = settings.fcm {
             do {
                 settings.fcmTokens = try GoogleAccessTokens(account: account, http: settings.http)
-            } catch {
-                throw JobFailure(.unavailable, "FCM: cannot set up the HTTP client for the OAuth token endpoint: \(error)")
+            } catch let error as HTTPTransportError {
+                // This machine's libcurl (no HTTP/2) is the setup's to fix, not an outage to wait out.
+                throw JobFailure(error.isOurSetup ? .config : .unavailable, "FCM: cannot set up the HTTP client for the OAuth token endpoint: \(error.message)")
             }
         }
         return settings
