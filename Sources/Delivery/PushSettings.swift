@@ -15,9 +15,12 @@ public struct PushSettings: Sendable {
     public private(set) var apnsTokens: APNsTokenFactory?
     public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
     public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint
-    public var fcm: GoogleServiceAccount?
-    /// The one set of FCM access tokens of these settings (made by `load`): every engine made from them
-    /// (push-deliver's workers) sends the same OAuth token, fetched once, as the fact sheet asks.
+    public var fcm: GoogleServiceAccount? {
+        didSet { fcmTokens = nil }
+    }
+    /// The one set of FCM access tokens of these settings (made by `load`, dropped when `fcm` changes): every
+    /// engine made from them (push-deliver's workers) sends the same OAuth token, fetched once, as the fact
+    /// sheet asks.
     public private(set) var fcmTokens: GoogleAccessTokens?
     public var fcmEndpoint = FCMRequestBuilder.endpoint
     public var http = HTTP2Client.Configuration()
@@ -103,9 +106,7 @@ public struct PushSettings: Sendable {
                                             clock: clock, tokens: apnsTokens)
         }
         if let fcm {
-            // The shared tokens only for the account they were made for (a caller may have set another).
-            let shared = fcmTokens.flatMap { $0.account.clientEmail == fcm.clientEmail && $0.account.tokenURI == fcm.tokenURI ? $0 : nil }
-            providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock, accessTokens: shared)
+            providers[.fcm] = try FCMProvider(account: fcm, endpoint: fcmEndpoint, http: http, clock: clock, accessTokens: fcmTokens)
         }
         return providers
     }

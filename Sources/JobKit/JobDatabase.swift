@@ -9,11 +9,11 @@ public enum JobDatabase {
         flag ?? environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
-    /// libpq's message (never the URL's password).
     /// Seconds any one statement may run, unless `--statement-timeout` says otherwise.
     public static let defaultStatementTimeout = 300
 
+    /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
+    /// libpq's message (never the URL's password).
     public static func connect(url: String?, name: String, statementTimeout: Int = defaultStatementTimeout) throws -> Connection {
         do {
             return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))

@@ -99,7 +99,7 @@ public final class APNsTokenFactory: @unchecked Sendable {
         guard let current else {
             // The first token, before any push goes out: whoever else asks waits for it.
             defer { lock.unlock() }
-            return install(fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime) ?? mint(now))
+            return install(fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime, mayMint: true) ?? mint(now))
         }
         // Past its 50 minutes the current token still has 10 to live: one caller looks in the store, outside
         // the lock (a database round trip), while the others go on sending the current one.
@@ -109,7 +109,7 @@ public final class APNsTokenFactory: @unchecked Sendable {
         }
         refreshing = true
         lock.unlock()
-        let next = fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime)
+        let next = fromStore(store, now: now, expired: nil, takeUpBelow: takeUpBelow, lifetime: lifetime, mayMint: true)
         return lock.withLock {
             refreshing = false
             // Replaced meanwhile (after ExpiredProviderToken): that one stays, or the providers would switch twice.
@@ -126,14 +126,13 @@ public final class APNsTokenFactory: @unchecked Sendable {
         lock.withLock {
             let now = clock()
             if let current, let expired, current.token != expired { return current.token }
-            let expired = expired ?? current?.token
-            let takeUpBelow = lifetime - refreshFloor
-            if let store, let theirs = fromStore(store, now: now, expired: expired, takeUpBelow: takeUpBelow, lifetime: lifetime, mayMint: false) {
-                return install(theirs)
+            // A replacement already stored is taken even within the floor; a new one is minted only past it.
+            let floorPassed = current.map { now.timeIntervalSince($0.issuedAt) >= refreshFloor } ?? true
+            if let store, let issued = fromStore(store, now: now, expired: expired ?? current?.token,
+                                                 takeUpBelow: lifetime - refreshFloor, lifetime: lifetime, mayMint: floorPassed) {
+                return install(issued)
             }
-            if let current, now.timeIntervalSince(current.issuedAt) < refreshFloor { return nil }
-            guard let store else { return install(mint(now)) }
-            return install(fromStore(store, now: now, expired: expired, takeUpBelow: takeUpBelow, lifetime: lifetime) ?? mint(now))
+            return floorPassed ? install(mint(now)) : nil
         }
     }
 
@@ -146,7 +145,7 @@ public final class APNsTokenFactory: @unchecked Sendable {
     /// minting is not allowed, or when the store failed before a token was minted (its own log says why;
     /// this process then sends a token of its own). Touches no state of the factory.
     private func fromStore(_ store: any APNsTokenStore, now: Date, expired: String?, takeUpBelow: TimeInterval,
-                           lifetime: TimeInterval, mayMint: Bool = true) -> Issued? {
+                           lifetime: TimeInterval, mayMint: Bool) -> Issued? {
         var fresh: Issued?
         do {
             let stored = try store.load(teamID: credentials.teamID, keyID: credentials.keyID)
@@ -154,17 +153,16 @@ public final class APNsTokenFactory: @unchecked Sendable {
                 return (token, now - max(0, stored.age), false)
             }
             guard mayMint else { return nil }
-            let issuedAt = Int(now.timeIntervalSince1970)
-            let mine = sign(issuedAt: issuedAt)
-            let sealed = seal.seal(mine, issuedAt: issuedAt)
-            fresh = (mine, Date(timeIntervalSince1970: TimeInterval(issuedAt)), true)
-            guard let inForce = try store.replace(stored?.token, with: sealed) else { return fresh }
-            if inForce.token == sealed { return (mine, now - max(0, inForce.age), true) } // aged by the store's clock too
+            let mine = mint(now)
+            fresh = mine
+            let sealed = seal.seal(mine.token, issuedAt: Int(mine.issuedAt.timeIntervalSince1970))
+            guard let inForce = try store.replace(stored?.token, with: sealed) else { return mine }
+            if inForce.token == sealed { return (mine.token, now - max(0, inForce.age), true) } // aged by the store's clock too
             if let theirs = seal.open(inForce.token), theirs != expired, inForce.age < lifetime {
                 // Another process stored its own first (just now): send that one, not ours.
                 return (theirs, now - max(0, inForce.age), true)
             }
-            return fresh
+            return mine
         } catch {
             return fresh
         }
