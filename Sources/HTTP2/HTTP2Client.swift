@@ -18,6 +18,12 @@ import Foundation
 /// (TCP_CORK) and pushes out what waits every ``requestsPerPush`` new requests, and always before it waits
 /// for an answer, so nothing is held back while the client sleeps: many pushes leave as one segment.
 ///
+/// Requests that carry different ``HTTPRequest/connectionKey``s never share a connection: a request whose key
+/// differs from the one before it waits until nothing is in flight, the client then closes its connections and
+/// the request opens a new one. APNs counts provider-token updates per connection, and answers a token that
+/// replaces another within 20 minutes of the first being seen there with `TooManyProviderTokenUpdates`, so a
+/// connection opened late in a token's life must not carry the next one.
+///
 /// Thread rules: a client (its `CURLM` and the `CURL` handles it pools) is used from one thread at
 /// a time. It is not `Sendable`.
 public final class HTTP2Client {
@@ -47,13 +53,19 @@ public final class HTTP2Client {
     }
 
     public let configuration: Configuration
-    private let multi: UnsafeMutableRawPointer
+    /// libcurl's multi handle: the transfers and the connections it keeps. Replaced (with its connections
+    /// closed) when the requests' connection key changes.
+    private var multi: UnsafeMutableRawPointer
     private var idle: [Transfer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// What libcurl's socket, timer and open/close-socket callbacks tell the client.
     private let watch: SocketWatch
     /// Requests in flight to a host with no connection that has answered yet (they open or wait for one).
     private var unprovenRequests = 0
+    /// The connection key of the last request started that had one: the connections open now carried it.
+    private var connectionKey: Int?
+    /// A request taken from `next` with a new connection key, waiting for what is in flight to finish.
+    private var waitingForNewConnection: HTTPRequest?
     /// New requests handed to libcurl before they are sent and pushed out together: enough that several share
     /// a segment, few enough that the server starts on them while the client prepares the next ones (one
     /// push for a window of 100 makes the two take turns). With `make bench-outbox` on 2 cores, 16 to 64 did
@@ -66,18 +78,25 @@ public final class HTTP2Client {
         guard let info = ccurl_version_info(), info.pointee.features & Int32(CCURL_VERSION_HTTP2) != 0 else {
             throw HTTPTransportError(.notHTTP2, "this libcurl has no HTTP/2 support: install libcurl4-openssl-dev (libcurl 7.62 or later with nghttp2)")
         }
-        guard let multi = curl_multi_init() else { throw HTTPTransportError(.connect, "curl_multi_init failed") }
-        self.multi = multi
         self.configuration = configuration
-        ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CCURLPIPE_MULTIPLEX))
-        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
-        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.window)
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else {
-            curl_multi_cleanup(multi)
             throw HTTPTransportError(.connect, "epoll_create1 failed: \(String(cString: strerror(errno)))")
         }
         watch = SocketWatch(epoll: epoll)
+        guard let multi = HTTP2Client.makeMulti(configuration, watch: watch) else {
+            close(epoll)
+            throw HTTPTransportError(.connect, "curl_multi_init failed")
+        }
+        self.multi = multi
+    }
+
+    /// A multi handle set up for `configuration`, reporting to `watch`; nil when libcurl cannot make one.
+    private static func makeMulti(_ configuration: Configuration, watch: SocketWatch) -> UnsafeMutableRawPointer? {
+        guard let multi = curl_multi_init() else { return nil }
+        ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CCURLPIPE_MULTIPLEX))
+        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
+        ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.window)
         // libcurl's socket interface: libcurl says which sockets to watch and when to call back; the
         // client waits on them with epoll and hands libcurl only what is ready, so an answer on one
         // stream costs no poll() of every transfer (what curl_multi_perform + curl_multi_poll do).
@@ -93,6 +112,7 @@ public final class HTTP2Client {
             watch.timerDeadline = milliseconds < 0 ? nil : ContinuousClock.now + .milliseconds(milliseconds)
             return 0
         }
+        return multi
     }
 
     deinit {
@@ -114,7 +134,18 @@ public final class HTTP2Client {
         while true {
             var startedSincePush = 0
             while !exhausted && active.count < currentWindow {
-                guard let request = next() else { exhausted = true; break }
+                guard let request = waitingForNewConnection ?? next() else { exhausted = true; break }
+                waitingForNewConnection = nil
+                if let key = request.connectionKey, key != connectionKey {
+                    if connectionKey != nil {
+                        guard active.isEmpty else { waitingForNewConnection = request; break }
+                        guard closeConnections() else {
+                            completed(request, .failure(HTTPTransportError(.connect, "curl_multi_init failed")))
+                            continue
+                        }
+                    }
+                    connectionKey = key
+                }
                 start(request)
                 startedSincePush += 1
                 if startedSincePush == HTTP2Client.requestsPerPush {
@@ -148,6 +179,18 @@ public final class HTTP2Client {
                 exhausted = false
             }
         }
+    }
+
+    /// Closes every connection, with nothing in flight: libcurl closes the connections it keeps only with its
+    /// multi handle, so the client takes a new one. False when libcurl cannot make one (out of memory); the
+    /// old one is then kept.
+    private func closeConnections() -> Bool {
+        guard let fresh = HTTP2Client.makeMulti(configuration, watch: watch) else { return false }
+        curl_multi_cleanup(multi)
+        multi = fresh
+        watch.timerDeadline = nil
+        watch.forgetConnections()
+        return true
     }
 
     /// `configuration.window`, or 1 while a connection has not answered or a request is on its way to a host
@@ -313,6 +356,12 @@ final class SocketWatch {
     /// Sends what libcurl wrote to the corked connections and what still waits behind their cork.
     func pushCorked() {
         for connection in connections where connection.corked { _ = ccurl_push_socket(connection.socket) }
+    }
+
+    /// The multi handle was replaced: its connections are gone, closed or not through ``closed(_:)``.
+    func forgetConnections() {
+        connections.removeAll()
+        unansweredConnections = 0
     }
 
     /// libcurl closed a socket (a connection, or a connection attempt that lost or failed).

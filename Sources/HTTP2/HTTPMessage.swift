@@ -6,6 +6,9 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The caller's handle for this request (a delivery id, an index): handed back with the response.
     public var tag: Int
+    /// Requests with different keys never share a connection; nil: any connection. For credentials a server
+    /// tracks per connection (APNs provider tokens): see ``HTTP2Client``.
+    public var connectionKey: Int?
 
     public init(method: String = "POST", url: String, headers: [(String, String)], body: [UInt8], tag: Int = 0) {
         self.method = method

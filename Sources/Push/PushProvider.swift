@@ -47,7 +47,11 @@ public final class APNsProvider: PushProvider {
             authorizationHeader = "bearer " + current
             credentialGeneration += 1
         }
-        return builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
+        var request = builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
+        // A new token goes out on a new connection: APNs counts token updates per connection, and one that
+        // opened late in the old token's life would see the new within minutes (TooManyProviderTokenUpdates).
+        request.connectionKey = credentialGeneration
+        return request
     }
 
     public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {

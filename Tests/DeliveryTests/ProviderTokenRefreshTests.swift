@@ -8,7 +8,8 @@ import Testing
 import TestSupport
 
 /// APNs `403 ExpiredProviderToken` that a fresh provider token cures: the engine mints one (the token in
-/// use being older than Apple's 20-minute floor) and sends the push again on the same connection.
+/// use being older than Apple's 20-minute floor) and sends the push again, on a new connection (APNs counts
+/// token updates per connection).
 /// In-process, because the engine's and the fake's clocks must be moved past that floor.
 @Suite struct ProviderTokenRefreshTests {
     let db: TestDatabase
@@ -61,7 +62,7 @@ import TestSupport
         #expect(sent.first?.header("authorization") == "bearer " + firstToken)
         #expect(sent.last?.header("authorization") != "bearer " + firstToken, "a fresh provider token")
         #expect(sent.last?.jwtIssuedAt == Int(clock.now.timeIntervalSince1970), "minted at the (moved) clock's now")
-        #expect(Set(sent.map(\.connectionID)).count == 1, "on the same connection")
+        #expect(Set(sent.map(\.connectionID)).count == 2, "the fresh token on a new connection")
         let row = try #require(try f.connection.query("SELECT state, attempts FROM deliveries").first)
         #expect(try row.decode(0, as: String.self) == "sent")
         #expect(try row.decode(1, as: Int.self) == 1, "the resend after a refresh is not a new attempt")
@@ -92,6 +93,35 @@ import TestSupport
         #expect(sent.filter { $0.status == 403 }.count == 5)
         #expect(sent.filter { $0.status == 200 }.count == 6)
         #expect(Set(sent.compactMap { $0.header("authorization") }).count == 2, "the old token and one fresh one")
+    }
+
+    @Test func aTokenReplacedSoonAfterAConnectionOpenedGoesOutOnANewConnection() throws {
+        _ = try pendingAPNsDeliveries(2)
+        // The token in use is 45 minutes old when the run opens its connection, and past its 50 (so replaced)
+        // when the second push goes out, 6 minutes later by the clocks: on that connection the new token would
+        // come 6 minutes after the old one was first seen there, which APNs answers TooManyProviderTokenUpdates
+        // (and the engine stops APNs for the run).
+        let first = provider.tokens.token()
+        clock.advance(45 * 60)
+        // A new connection carries one push until its first answer, here a second away; the clocks move once
+        // the fake has the push.
+        push.server.inject(.slow(seconds: 1), count: 1)
+        let clock = self.clock
+        let server = push.server
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(20)
+            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
+            clock.advance(6 * 60)
+        }
+        let report = try runEngine()
+
+        #expect(report.brokenProviders.isEmpty, "\(report.brokenProviders)")
+        #expect(report.sent == 2)
+        let sent = push.server.requests().filter { $0.provider == .apns }
+        #expect(sent.map(\.status) == [200, 200])
+        #expect(sent.first?.header("authorization") == "bearer " + first)
+        #expect(sent.last?.header("authorization") != "bearer " + first, "the token past its 50 minutes was replaced")
+        #expect(Set(sent.map(\.connectionID)).count == 2, "the new token went out on a new connection")
     }
 
     /// FCM asks for an access token on every push; when the token endpoint fails near the end of the token's

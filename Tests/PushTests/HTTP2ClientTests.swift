@@ -78,6 +78,43 @@ import TestSupport
         #expect(push.server.peakOpenStreams > 1)
     }
 
+    @Test func aNewConnectionKeyWaitsForTheOldConnectionToEmptyAndGoesOutOnANewOne() throws {
+        // APNs counts provider-token updates per connection: a token that replaces another there within 20
+        // minutes of the first being seen is TooManyProviderTokenUpdates, and so is every request after it. Two
+        // tokens a minute apart; 150 requests with each, the second 150 under a new key, taken while a window
+        // of the first is still in flight.
+        let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
+        func requests(_ range: Range<Int>, key: Int, tokensAt clock: @escaping () -> Date) -> [HTTPRequest] {
+            let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
+                                        sandboxEndpoint: push.server.baseURL, clock: clock)
+            return range.map { i in
+                var request = provider.request(PushMessage(notificationID: UUID(), category: "inactivity", title: "T", body: "B", data: [], badge: 1, expiresAt: nil),
+                                               target: PushTarget(provider: .apns, token: String(format: "%064x", i + 1), apnsEnvironment: .production), tag: i)
+                request.connectionKey = key
+                return request
+            }
+        }
+        let old = requests(0..<150, key: 7, tokensAt: { Date().addingTimeInterval(-60) })
+        let new = requests(150..<300, key: 8, tokensAt: Date.init)
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 50))
+        let results = client.send(old + new)
+
+        let failures = results.filter { (try? $0.get().status) != 200 }
+        #expect(failures.isEmpty, "\(failures.count) not answered 200, e.g. \(failures.prefix(2))")
+        let recorded = push.server.requests()
+        #expect(recorded.count == 300)
+        let oldAuthorization = old[0].headers.first { $0.0 == "authorization" }?.1
+        #expect(recorded.prefix(150).allSatisfy { $0.header("authorization") == oldAuthorization }, "the new key waited for the old requests")
+        #expect(Set(recorded.prefix(150).map(\.connectionID)).count == 1)
+        #expect(Set(recorded.suffix(150).map(\.connectionID)).count == 1)
+        #expect(recorded.first?.connectionID != recorded.last?.connectionID, "the new token went out on a new connection")
+        #expect(push.server.connectionCount == 2)
+        #expect(push.server.refusedStreamCount == 0, "the new connection started with one stream")
+        // The old connection was closed: the same key again goes on the new one.
+        _ = client.send(requests(300..<310, key: 8, tokensAt: Date.init))
+        #expect(push.server.connectionCount == 2)
+    }
+
     @Test func corkedRequestsAreNeverLeftWaitingForTheKernel() throws {
         // The client corks its connections so a few pushes share a TCP segment. What waits behind a cork the
         // kernel sends on its own only after 200 ms: a request not pushed out before the client waits would
