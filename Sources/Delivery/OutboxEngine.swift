@@ -489,8 +489,10 @@ public final class OutboxEngine {
                 }
                 // The tag finds the delivery again when its answer comes. Made before the check below: making
                 // it may wait for credentials (FCM's token endpoint).
-                let request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
-                // A push started now may take the whole request timeout: start none that could outlive its claim.
+                var request = provider.request(claimed.message, target: claimed.target, tag: claimed.deliveryID)
+                // A push started now may take the whole request timeout: start none that could outlive its claim
+                // (the client checks again when it starts one that waited for a new connection).
+                request.startBy = claimed.startBy
                 if ContinuousClock.now > claimed.startBy {
                     recorder.release(claimed)
                     leaseReleased += 1
@@ -503,6 +505,12 @@ public final class OutboxEngine {
             return nil
         }, completed: { request, result in
             guard let claimed = inFlight.removeValue(forKey: request.tag), let provider = providers[claimed.target.provider] else { return }
+            if case .failure(let error) = result, error.kind == .notStarted {
+                // Never sent: back to the queue, no attempt counted.
+                recorder.release(claimed)
+                leaseReleased += 1
+                return
+            }
             claimSizer.completedOne()
             let status = (try? result.get())?.status
             var outcome = provider.classify(result)

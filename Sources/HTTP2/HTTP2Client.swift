@@ -140,11 +140,15 @@ public final class HTTP2Client {
                     if connectionKey != nil {
                         guard active.isEmpty else { waitingForNewConnection = request; break }
                         guard closeConnections() else {
-                            completed(request, .failure(HTTPTransportError(.connect, "curl_multi_init failed")))
+                            completed(request, .failure(HTTPTransportError(.notStarted, "\(HTTP2Client.origin(request.url)): no new connection: curl_multi_init failed")))
                             continue
                         }
                     }
                     connectionKey = key
+                }
+                if let startBy = request.startBy, ContinuousClock.now > startBy {
+                    completed(request, .failure(HTTPTransportError(.notStarted, "\(HTTP2Client.origin(request.url)): not started in time")))
+                    continue
                 }
                 start(request)
                 startedSincePush += 1

@@ -9,6 +9,9 @@ public struct HTTPRequest: Sendable {
     /// Requests with different keys never share a connection; nil: any connection. For credentials a server
     /// tracks per connection (APNs provider tokens): see ``HTTP2Client``.
     public var connectionKey: Int?
+    /// Not started after this instant (it may wait in the client for a new connection): it comes back as a
+    /// ``HTTPTransportError/Kind/notStarted`` failure instead, and nothing was sent. Nil: no limit.
+    public var startBy: ContinuousClock.Instant?
 
     public init(method: String = "POST", url: String, headers: [(String, String)], body: [UInt8], tag: Int = 0) {
         self.method = method
@@ -63,6 +66,9 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case notHTTP2
         /// The connection broke mid-request (reset, GOAWAY, protocol error).
         case broken
+        /// Never started, so nothing was sent: its ``HTTPRequest/startBy`` passed while it waited, or the client
+        /// could not make a new connection for it.
+        case notStarted
     }
 
     public var kind: Kind

@@ -26,6 +26,10 @@ public final class APNsProvider: PushProvider {
     private var authorization: String
     private var authorizationHeader: String
     public private(set) var credentialGeneration = 0
+    /// A new token goes out on a new connection: APNs counts token updates per connection, and one that opened
+    /// late in the old token's life would see the new within minutes (TooManyProviderTokenUpdates). Made from
+    /// the token itself, so providers with other keys that share a client never share a connection either.
+    private var connectionKey: Int
 
     /// `tokens`: the process's factory for these credentials, shared by every provider that sends with them;
     /// nil makes one of its own on `clock`.
@@ -36,6 +40,7 @@ public final class APNsProvider: PushProvider {
         builder = APNsRequestBuilder(topic: credentials.topic, productionEndpoint: productionEndpoint, sandboxEndpoint: sandboxEndpoint)
         authorization = self.tokens.token()
         authorizationHeader = "bearer " + authorization
+        connectionKey = authorization.hashValue
     }
 
     public func prepare() throws(PushOutcomeError) {}
@@ -45,12 +50,11 @@ public final class APNsProvider: PushProvider {
         if current != authorization {
             authorization = current
             authorizationHeader = "bearer " + current
+            connectionKey = current.hashValue
             credentialGeneration += 1
         }
         var request = builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
-        // A new token goes out on a new connection: APNs counts token updates per connection, and one that
-        // opened late in the old token's life would see the new within minutes (TooManyProviderTokenUpdates).
-        request.connectionKey = credentialGeneration
+        request.connectionKey = connectionKey
         return request
     }
 
@@ -62,6 +66,7 @@ public final class APNsProvider: PushProvider {
         guard let fresh = tokens.refreshAfterExpiry(of: authorization) else { return false }
         authorization = fresh
         authorizationHeader = "bearer " + fresh
+        connectionKey = fresh.hashValue
         credentialGeneration += 1
         return true
     }

@@ -103,9 +103,9 @@ import TestSupport
         // (and the engine stops APNs for the run).
         let first = provider.tokens.token()
         clock.advance(45 * 60)
-        // A new connection carries one push until its first answer, here a second away; the clocks move once
+        // A new connection carries one push until its first answer, here 3 seconds away; the clocks move once
         // the fake has the push.
-        push.server.inject(.slow(seconds: 1), count: 1)
+        push.server.inject(.slow(seconds: 3), count: 1)
         let clock = self.clock
         let server = push.server
         DispatchQueue.global().async {

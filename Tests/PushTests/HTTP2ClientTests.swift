@@ -23,14 +23,16 @@ import TestSupport
 
     @Test func manyRequestsAreMultiplexedOverOneTLSConnection() throws {
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 50))
-        let results = client.send(try apnsRequests(300))
+        let requests = try apnsRequests(310)  // one provider token for all
+        let results = client.send(Array(requests.prefix(300)))
         let failures = results.filter { (try? $0.get().status) != 200 }
         #expect(failures.isEmpty, "\(failures.prefix(3))")
         let recorded = push.server.requests()
         #expect(recorded.count == 300)
         #expect(Set(recorded.map(\.connectionID)).count == 1)
         // The connection is kept for the client's life: a second batch reuses it.
-        _ = client.send(try apnsRequests(10))
+        let second = client.send(Array(requests.suffix(10)))
+        #expect(second.allSatisfy { (try? $0.get().status) == 200 }, "\(second.prefix(2))")
         #expect(Set(push.server.requests().map(\.connectionID)).count == 1)
     }
 
@@ -84,18 +86,20 @@ import TestSupport
         // tokens a minute apart; 150 requests with each, the second 150 under a new key, taken while a window
         // of the first is still in flight.
         let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
-        func requests(_ range: Range<Int>, key: Int, tokensAt clock: @escaping () -> Date) -> [HTTPRequest] {
-            let provider = APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL,
-                                        sandboxEndpoint: push.server.baseURL, clock: clock)
-            return range.map { i in
+        func provider(tokensAt clock: @escaping () -> Date) -> APNsProvider {
+            APNsProvider(credentials: credentials, productionEndpoint: push.server.baseURL, sandboxEndpoint: push.server.baseURL, clock: clock)
+        }
+        func requests(_ range: Range<Int>, key: Int, from provider: APNsProvider) -> [HTTPRequest] {
+            range.map { i in
                 var request = provider.request(PushMessage(notificationID: UUID(), category: "inactivity", title: "T", body: "B", data: [], badge: 1, expiresAt: nil),
                                                target: PushTarget(provider: .apns, token: String(format: "%064x", i + 1), apnsEnvironment: .production), tag: i)
                 request.connectionKey = key
                 return request
             }
         }
-        let old = requests(0..<150, key: 7, tokensAt: { Date().addingTimeInterval(-60) })
-        let new = requests(150..<300, key: 8, tokensAt: Date.init)
+        let older = provider(tokensAt: { Date().addingTimeInterval(-60) }), newer = provider(tokensAt: Date.init)
+        let old = requests(0..<150, key: 7, from: older)
+        let new = requests(150..<300, key: 8, from: newer)
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 50))
         let results = client.send(old + new)
 
@@ -110,9 +114,28 @@ import TestSupport
         #expect(recorded.first?.connectionID != recorded.last?.connectionID, "the new token went out on a new connection")
         #expect(push.server.connectionCount == 2)
         #expect(push.server.refusedStreamCount == 0, "the new connection started with one stream")
-        // The old connection was closed: the same key again goes on the new one.
-        _ = client.send(requests(300..<310, key: 8, tokensAt: Date.init))
+        // The same key again goes on the new connection.
+        let again = client.send(requests(300..<310, key: 8, from: newer))
+        #expect(again.allSatisfy { (try? $0.get().status) == 200 }, "\(again.prefix(2))")
         #expect(push.server.connectionCount == 2)
+    }
+
+    @Test func aRequestThatWaitedForANewConnectionPastItsStartByIsNotSent() throws {
+        // A push may not outlive the claim on its delivery: one that waited for the old connection to empty
+        // until its start-by passed comes back not started, and nothing goes out.
+        let push = try PushEnvironment()
+        push.server.inject(.slow(seconds: 1), count: 1)
+        var requests = try apnsRequests(2, to: push)
+        requests[0].connectionKey = 1
+        requests[1].connectionKey = 2
+        requests[1].startBy = ContinuousClock.now + .milliseconds(300)
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile))
+        let results = client.send(requests)
+
+        #expect((try? results[0].get().status) == 200)
+        guard case .failure(let error) = results[1] else { Issue.record("sent: \(results[1])"); return }
+        #expect(error.kind == .notStarted, "\(error)")
+        #expect(push.server.receivedCount == 1)
     }
 
     @Test func corkedRequestsAreNeverLeftWaitingForTheKernel() throws {
