@@ -4,16 +4,23 @@ import HTTP2
 /// OAuth2 access tokens for FCM from a service account (RFC 7523 JWT bearer grant), cached until
 /// shortly before they expire. Uses its own HTTP/2 client, so it can be called between sends. One per
 /// process and account (the fact sheet: one OAuth token shared across all connections): push-deliver's
-/// workers share it (`PushSettings.fcmTokens`), behind a lock, so a fetch or a refresh after 401 made by
-/// one worker serves the others.
+/// workers share it (`PushSettings.fcmTokens`), so a fetch or a refresh after 401 made by one worker serves
+/// the others. One fetch at a time, made outside the lock: while one worker fetches the next token ahead of
+/// expiry, the others go on sending with the one in force; only a caller with no valid token waits for it.
 public final class GoogleAccessTokens: @unchecked Sendable {
-    private let lock = NSLock()
+    /// Guards the state below; signalled when a fetch ends.
+    private let condition = NSCondition()
     public let account: GoogleServiceAccount
     /// Refresh this long before expiry (google-auth uses about 3¾ minutes).
     public var refreshMargin: TimeInterval = 5 * 60
+    /// Used by the one fetch in progress only.
     private let client: HTTP2Client
     private let clock: () -> Date
-    private var current: (token: String, expiresAt: Date)?
+    /// The token in force, when it expires, and when to fetch the next (`refreshMargin` before expiry, or
+    /// half way for a token that lives less than twice that).
+    private var current: (token: String, expiresAt: Date, refreshAt: Date)?
+    /// A fetch is in progress (by one caller, outside the lock).
+    private var fetching = false
     public private(set) var fetched = 0
 
     public init(account: GoogleServiceAccount, http: HTTP2Client.Configuration, clock: @escaping () -> Date = Date.init) throws {
@@ -30,55 +37,73 @@ public final class GoogleAccessTokens: @unchecked Sendable {
     private var lastFailure: (at: Date, error: PushOutcomeError)?
 
     /// A valid access token, fetched if there is none or it is about to expire (if that fails, the current one
-    /// while it still works). Within `quietAfterFailure` of a failed fetch it asks no one.
+    /// while it still works). Within `quietAfterFailure` of a failed fetch it asks no one. While another caller
+    /// fetches, the token in force is returned, or, with none, the fetch is waited for.
     public func token() throws(PushOutcomeError) -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = clock()
-        if let current, current.expiresAt.timeIntervalSince(now) > refreshMargin { return current.token }
-        if let failure = lastFailure, now.timeIntervalSince(failure.at) < quietAfterFailure {
-            if let current, current.expiresAt > now { return current.token }
-            throw failure.error
-        }
-        do throws(PushOutcomeError) {
-            return try fetch()
-        } catch {
-            // Fetched early, before it expires: the one in force still serves while the endpoint fails.
-            if let current, current.expiresAt > now { return current.token }
-            throw error
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let now = clock()
+            if let current, now < current.refreshAt { return current.token }
+            if let current, current.expiresAt > now, fetching { return current.token }
+            if let failure = lastFailure, now.timeIntervalSince(failure.at) < quietAfterFailure {
+                if let current, current.expiresAt > now { return current.token }
+                throw failure.error
+            }
+            if fetching { condition.wait(); continue }
+            do throws(PushOutcomeError) {
+                return try fetch()
+            } catch {
+                // Fetched early, before it expires: the one in force still serves while the endpoint fails.
+                if let current, current.expiresAt > clock() { return current.token }
+                throw error
+            }
         }
     }
 
     /// Drops the cached token and fetches a new one (after FCM answered 401 to `rejected`), unless another
-    /// user of these tokens already did (the token in force is no longer `rejected`: that one is returned).
-    /// Within `quietAfterFailure` of a failed fetch it asks no one and throws that failure again: a window of
-    /// 401s must not turn into a blocking request each to an endpoint that just failed.
+    /// user of these tokens already did (the token in force is no longer `rejected`: that one is returned) or
+    /// is fetching one (it is waited for). Within `quietAfterFailure` of a failed fetch it asks no one and
+    /// throws that failure again: a window of 401s must not turn into a blocking request each to an endpoint
+    /// that just failed.
     public func refresh(replacing rejected: String? = nil) throws(PushOutcomeError) -> String {
-        lock.lock()
-        defer { lock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
+        while fetching { condition.wait() }
         if let current, let rejected, current.token != rejected { return current.token }
         current = nil
         if let failure = lastFailure, clock().timeIntervalSince(failure.at) < quietAfterFailure { throw failure.error }
         return try fetch()
     }
 
+    /// Fetches a token with the lock released (other callers meanwhile see `fetching`), and records what came
+    /// of it. Called with the lock held, and no fetch in progress.
     private func fetch() throws(PushOutcomeError) -> String {
-        do throws(PushOutcomeError) {
-            let token = try fetchNow()
+        fetching = true
+        condition.unlock()
+        let result: Result<(token: String, expiresAt: Date, refreshAt: Date), PushOutcomeError>
+        do throws(PushOutcomeError) { result = .success(try fetchNow()) } catch { result = .failure(error) }
+        condition.lock()
+        fetching = false
+        fetched += 1
+        condition.broadcast()
+        switch result {
+        case .success(let fresh):
+            current = fresh
             lastFailure = nil
-            return token
-        } catch {
+            return fresh.token
+        case .failure(let error):
             lastFailure = (clock(), error)
             throw error
         }
     }
 
-    private func fetchNow() throws(PushOutcomeError) -> String {
+    /// One request to the token endpoint; touches no shared state.
+    private func fetchNow() throws(PushOutcomeError) -> (token: String, expiresAt: Date, refreshAt: Date) {
         let now = clock()
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + account.assertion(now: now)
         let request = HTTPRequest(url: account.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8))
         let result = client.send([request])[0]
-        fetched += 1
         switch result {
         case .failure(let error) where error.isOurSetup:
             // Our setting (the CA file), not an outage: no later try can help.
@@ -96,8 +121,11 @@ public final class GoogleAccessTokens: @unchecked Sendable {
                   let expiresIn = (json?["expires_in"] as? NSNumber)?.doubleValue ?? (json?["expires_in"] as? String).flatMap(Double.init) else {
                 throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer has no access_token or expires_in\(response.cutOffNote)"))
             }
-            current = (token, now.addingTimeInterval(expiresIn))
-            return token
+            guard expiresIn.isFinite, expiresIn > 0 else {
+                // A token that is already dead would be fetched again for every push.
+                throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer's expires_in (\(expiresIn)) is not a positive number of seconds"))
+            }
+            return (token, now.addingTimeInterval(expiresIn), now.addingTimeInterval(max(expiresIn - refreshMargin, expiresIn / 2)))
         }
     }
 }

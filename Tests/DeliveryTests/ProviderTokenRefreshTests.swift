@@ -139,4 +139,59 @@ import TestSupport
         _ = try? tokens.token()
         #expect(push.server.requests().filter { $0.provider == .oauth }.count == 3, "asked again after a quiet spell")
     }
+
+    /// A fetch ahead of expiry is made by one caller outside the lock: the others go on with the token in force
+    /// instead of waiting out the endpoint (push-deliver's workers share the tokens).
+    @Test func aFetchAheadOfExpiryKeepsTheOtherCallersSending() throws {
+        let clock = self.clock
+        let tokens = try GoogleAccessTokens(account: try GoogleServiceAccount(file: push.serviceAccountFile),
+                                            http: HTTP2Client.Configuration(caFile: push.caFile), clock: { clock.now })
+        let first = try tokens.token()
+        clock.advance(56 * 60) // within the five minutes before it expires
+        push.server.inject(.slow(seconds: 3), count: 1, provider: .oauth)
+        let fetched = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            fetched.withLock { $0 = try? tokens.token() }
+            done.signal()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while push.server.receivedCount < 2 && Date() < deadline { usleep(2_000) }
+        var other: String?
+        let took = ContinuousClock().measure { other = try? tokens.token() }
+        #expect(other == first, "the token in force")
+        #expect(took < .seconds(1), "did not wait for the fetch: \(took)")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let fresh = try #require(fetched.withLock { $0 })
+        #expect(fresh != first)
+        #expect(try tokens.token() == fresh)
+        #expect(push.server.requests().filter { $0.provider == .oauth }.count == 2)
+    }
+
+    /// Callers with no token wait for the one fetch in progress instead of each making one.
+    @Test func callersWithNoTokenWaitForTheOneFetch() throws {
+        let tokens = try GoogleAccessTokens(account: try GoogleServiceAccount(file: push.serviceAccountFile),
+                                            http: HTTP2Client.Configuration(caFile: push.caFile))
+        push.server.inject(.slow(seconds: 1), count: 1, provider: .oauth)
+        let got = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if let token = try? tokens.token() { got.withLock { $0.append(token) } }
+        }
+        #expect(got.withLock { $0.count } == 4)
+        #expect(Set(got.withLock { $0 }).count == 1)
+        #expect(push.server.requests().filter { $0.provider == .oauth }.count == 1)
+    }
+
+    /// A token endpoint that hands out tokens already expired would be asked again for every push.
+    @Test func anAccessTokenThatLivesNoTimeIsRefusedClearly() throws {
+        let push = try PushEnvironment { $0.oauthTokenLifetime = 0 }
+        let tokens = try GoogleAccessTokens(account: try GoogleServiceAccount(file: push.serviceAccountFile),
+                                            http: HTTP2Client.Configuration(caFile: push.caFile))
+        #expect {
+            _ = try tokens.token()
+        } throws: { error in
+            guard let error = error as? PushOutcomeError, case .credentialsBroken(let reason) = error.outcome else { return false }
+            return reason.contains("expires_in (0.0) is not a positive number")
+        }
+    }
 }

@@ -329,11 +329,3 @@ import TestSupport
         #expect(result.summary?["outcome"] as? String == "partial")
     }
 }
-
-/// A value guarded by a lock, for collecting results from concurrent work in tests.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
-}
