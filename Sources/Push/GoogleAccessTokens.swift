@@ -113,7 +113,7 @@ public final class GoogleAccessTokens: @unchecked Sendable {
         case .success(let response):
             let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
             guard response.status == 200 else {
-                let reason = "OAuth token endpoint answered \(response.status) \(json?["error"] as? String ?? ""): \(json?["error_description"] as? String ?? response.bodyText.prefix(200).description)"
+                let reason = ProviderText.clean("OAuth token endpoint answered \(response.status) \(json?["error"] as? String ?? ""): \(json?["error_description"] as? String ?? response.bodyText.prefix(200).description)")
                 if [408, 429, 500, 502, 503, 504].contains(response.status) { throw PushOutcomeError(.retry(after: RetryAfter.parse(response.header("retry-after")), reason: reason)) }
                 throw PushOutcomeError(.credentialsBroken(reason: reason + " (check the service-account file and the clock)"))
             }

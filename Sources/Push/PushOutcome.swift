@@ -29,9 +29,46 @@ public enum PushOutcome: Sendable, Equatable {
     }
 }
 
+extension PushOutcome {
+    /// The same outcome with the provider's words made safe to store and to log (see ``ProviderText``).
+    func cleaned() -> PushOutcome {
+        switch self {
+        case .delivered(let messageID): .delivered(messageID: ProviderText.clean(messageID))
+        case .retry(let after, let reason): .retry(after: after, reason: ProviderText.clean(reason))
+        case .tokenDead(let reason, let since): .tokenDead(reason: ProviderText.clean(reason), since: since)
+        case .rejected(let reason): .rejected(reason: ProviderText.clean(reason))
+        case .reauthenticate(let reason): .reauthenticate(reason: ProviderText.clean(reason))
+        case .credentialsBroken(let reason): .credentialsBroken(reason: ProviderText.clean(reason))
+        case .unreachable(let reason): .unreachable(reason: ProviderText.clean(reason))
+        }
+    }
+}
+
+/// Text that comes from a provider's answer (an APNs `reason`, an FCM error `message` or message `name`) is
+/// outside input: it is stored in `deliveries` and `delivery_events` and logged. A NUL, which PostgreSQL text
+/// refuses, would fail the whole batch of outcomes it is written with; a line break would forge a log line.
+public enum ProviderText {
+    /// The most characters kept.
+    public static let longest = 500
+
+    /// `text` with control characters replaced by U+FFFD and cut to ``longest`` characters.
+    public static func clean(_ text: String) -> String {
+        if text.utf8.count <= longest && text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) { return text }
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(longest) {
+            scalars.append(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar)
+        }
+        return String(scalars)
+    }
+}
+
 /// Maps APNs answers to outcomes (Apple's "Handling notification responses from APNs").
 public enum APNsOutcome {
     public static func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        classifyAnswer(result).cleaned()
+    }
+
+    private static func classifyAnswer(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
         let response: HTTPResponse
         switch result {
         case .failure(let error): return transport(error)
@@ -98,6 +135,10 @@ public enum APNsOutcome {
 /// (what the Admin SDKs do), never by the HTTP status alone.
 public enum FCMOutcome {
     public static func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
+        classifyAnswer(result).cleaned()
+    }
+
+    private static func classifyAnswer(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
         let response: HTTPResponse
         switch result {
         case .failure(let error): return APNsOutcome.transport(error)

@@ -107,6 +107,19 @@ import Testing
         #expect(kind(fcm(status, body)) == expected)
     }
 
+    @Test func aProvidersWordsAreMadeSafeToStoreAndLog() {
+        // A NUL (PostgreSQL text refuses it: the whole batch of outcomes would fail), a line break (a forged log
+        // line) and a reason of 100 KB, from APNs and from FCM.
+        let nul = apns(400, #"{"reason":"Bad\u0000Thing\nINFO forged"}"#)
+        #expect(nul == .rejected(reason: "Bad\u{FFFD}Thing\u{FFFD}INFO forged"))
+        let long = apns(400, #"{"reason":""# + String(repeating: "x", count: 100_000) + #""}"#)
+        #expect(long.reason.count == ProviderText.longest)
+        #expect(fcm(200, #"{"name":"projects/p/messages/1\u0000"}"#) == .delivered(messageID: "projects/p/messages/1\u{FFFD}"))
+        let fcmError = fcm(400, #"{"error":{"code":400,"message":"bad\u0007\r\nfield","status":"INVALID_ARGUMENT"}}"#)
+        #expect(!fcmError.reason.unicodeScalars.contains { $0.value < 0x20 }, "\(fcmError.reason.debugDescription)")
+        #expect(fcm(200, #"{"name":"projects/p/messages/ü-1"}"#) == .delivered(messageID: "projects/p/messages/ü-1"), "other text as it came")
+    }
+
     @Test func fcmSuccessKeepsTheMessageName() {
         #expect(fcm(200, #"{"name":"projects/p/messages/123"}"#) == .delivered(messageID: "projects/p/messages/123"))
     }
