@@ -35,7 +35,7 @@ struct PushDeliverCommand: ParsableCommand {
     @OptionGroup(title: "Push providers") var delivery: DeliveryOptions
 
     func validate() throws {
-        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        guard (1...86_400).contains(lease) else { throw ValidationError("--lease must be from 1 to 86400 seconds (a day)") }
         try JobDatabase.validateStatementTimeout(statementTimeout)
         try JobDatabase.validateURLFlag(databaseURL)
         if let workers { guard (1...32).contains(workers) else { throw ValidationError("--workers must be from 1 to 32") } }

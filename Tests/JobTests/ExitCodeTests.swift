@@ -24,6 +24,15 @@ import TestSupport
         #expect(result.stderr.contains("Error:"))
     }
 
+    /// A lease is seconds a claim lasts: one past what the arithmetic on it holds crashed push-deliver, and one
+    /// past PostgreSQL's intervals exited 70.
+    @Test(arguments: ["0", "86401", "10000000000000", "100000000000000000"])
+    func anOutOfRangeLeaseExits64(lease: String) throws {
+        let result = try Jobs.run("push-deliver", ["--lease", lease], database: nil)
+        #expect(result.status == 64, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("--lease must be from 1 to 86400 seconds"), "\(result.stderr)")
+    }
+
     /// `--database-url "$URL"` with `URL` unset would otherwise connect wherever libpq's defaults lead.
     @Test func anEmptyDatabaseURLFlagExits64InEveryExecutable() throws {
         for job in ["migrate", "inactivity-check", "push-deliver", "prune", "why", "rules"] {
