@@ -19,7 +19,10 @@ final class OutboxWriter: @unchecked Sendable {
     /// A release was handed over since the last claim was asked for.
     private var releaseHandedOver = false
     private let lock = NSLock()
-    private var failure: Error?
+    /// The first write that failed: nothing more is written after it.
+    private var writeFailure: Error?
+    /// The first claim that failed: nothing more is claimed, but what was sent is still written.
+    private var claimFailure: Error?
     private var retired = 0
     /// Sent deliveries whose outcome could not be written (logged by the engine, loudly).
     private var unrecorded: [Int] = []
@@ -35,8 +38,10 @@ final class OutboxWriter: @unchecked Sendable {
         self.claimConnection = claimConnection
     }
 
-    /// Writes `recorder`'s outcomes with `flush` (the engine's, which retries on a deadlock). After a
-    /// failure nothing more is written: the engine stops and its claims run out.
+    /// Writes `recorder`'s outcomes with `flush` (the engine's, which retries on a deadlock). After a write
+    /// failed nothing more is written: the engine stops and its claims run out. A failed claim stops nothing
+    /// here: the outcomes of pushes already sent must still be written, or their rows would be sent again once
+    /// their lease runs out.
     func write(_ recorder: OutcomeRecorder, with flush: @escaping (OutcomeRecorder) throws -> Int) {
         let buffer = Unchecked(recorder)
         let writeOut = Unchecked(flush)
@@ -47,15 +52,15 @@ final class OutboxWriter: @unchecked Sendable {
         queue.async { [self] in
             let recorder = buffer.value
             let started = ContinuousClock.now
-            let result = Result { lock.withLock { failure } == nil ? try writeOut.value(recorder) : 0 }
+            let result = Result { lock.withLock { writeFailure } == nil ? try writeOut.value(recorder) : 0 }
             lock.withLock {
                 queuedWrites -= 1
                 busy.writes += ContinuousClock.now - started
                 switch result {
-                case .success(let count) where failure == nil: retired += count
+                case .success(let count) where writeFailure == nil: retired += count
                 case .success: unrecorded += recorder.sentIDs
                 case .failure(let error):
-                    failure = failure ?? error
+                    writeFailure = writeFailure ?? error
                     unrecorded += recorder.sentIDs
                 }
             }
@@ -72,13 +77,13 @@ final class OutboxWriter: @unchecked Sendable {
         let work = Unchecked(claim)
         (afterWrites ? queue : claimQueue).async { [self] in
             let started = ContinuousClock.now
-            let result = Result { lock.withLock { failure } == nil ? try work.value() : [] }
+            let result = Result { lock.withLock { writeFailure ?? claimFailure } == nil ? try work.value() : [] }
             lock.withLock {
                 busy.claims += ContinuousClock.now - started
                 switch result {
                 case .success(let rows): claimed = rows
                 case .failure(let error):
-                    failure = failure ?? error
+                    claimFailure = claimFailure ?? error
                     claimed = []
                 }
             }
@@ -107,8 +112,8 @@ final class OutboxWriter: @unchecked Sendable {
         claimQueue.sync {}
     }
 
-    /// The first error a write or a claim met, if any.
-    var error: Error? { lock.withLock { failure } }
+    /// The first error a write met, else the first a claim met, if any: the engine stops on either.
+    var error: Error? { lock.withLock { writeFailure ?? claimFailure } }
 
     /// Tokens retired by the writes so far (counted once).
     func takeRetired() -> Int { lock.withLock { defer { retired = 0 }; return retired } }

@@ -657,6 +657,35 @@ import TestSupport
         #expect(pushes(.apns).count >= 60 - sentBeforeKill)
     }
 
+    @Test func aClaimThatFailsMidRunStillRecordsWhatWasSent() throws {
+        // The next batch is claimed ahead on the engine's connection while the outcomes are written on another.
+        // A claim that fails (here it waits for a lock past the statement timeout) stops the run, but the pushes
+        // already sent must still be recorded: unrecorded, their rows would be sent again once the lease ran out.
+        try bulkDeliveries(300)
+        // Answers take 2 s: the claim ahead, asked for as the first window is answered, fails a second later,
+        // with the second window still in flight.
+        push.server.inject(.slow(seconds: 2), count: 10_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "20"
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--statement-timeout", "1"],
+                                              environment: environment)
+        let deadline = Date().addingTimeInterval(20)
+        while push.server.receivedCount < 5 && Date() < deadline { usleep(5_000) }
+        // Claims read the notifications; outcome writes do not.
+        let locker = try db.connect()
+        try locker.execute("BEGIN")
+        try locker.execute("LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE")
+        let result = try running.wait()
+        try locker.execute("ROLLBACK")
+
+        #expect(result.status != 0, "the failed claim stops the run: \(result.stderr)")
+        #expect(result.stderr.contains("statement timeout"), "\(result.stderr)")
+        #expect(!result.stderr.contains("could not record"), "\(result.stderr)")
+        let accepted = pushes(.apns).filter { $0.status == 200 }.count
+        #expect(accepted > 0 && accepted < 300)
+        #expect(try states() == ["sent": accepted, "pending": 300 - accepted], "every push that went out is recorded")
+    }
+
     @Test func sigtermFinishesWhatIsInFlightReleasesTheRestAndEndsBySIGTERM() throws {
         _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
         push.server.inject(.slow(seconds: 1), count: 1_000)
