@@ -48,6 +48,10 @@ public final class OutboxEngine {
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
     public var maxPendingOutcomes = 3000
+    /// With a writer: writes handed over and not finished at most; past that the pushes pause until the writer
+    /// catches up (a database slower than the pushes would otherwise gather sent pushes that a crash, or a
+    /// lease running out, sends again).
+    public var maxQueuedWrites = 2
     var backoff = Backoff()
     /// The size of each claim ahead, from the pace; made afresh by every run.
     private var claimSizer = ClaimSizer(window: 1, maximum: 1)
@@ -76,7 +80,7 @@ public final class OutboxEngine {
     private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
     /// pushes stood still waiting for a claim made ahead (the sign that claims, not pushes, set the pace).
-    private var timings: (claims: Duration, claimWaits: Duration, claimWaitCount: Int) = (.zero, .zero, 0)
+    private var timings: (claims: Duration, claimWaits: Duration, claimWaitCount: Int, writeWaits: Duration, writeWaitCount: Int) = (.zero, .zero, 0, .zero, 0)
     /// Time spent writing outcomes: the writer's thread writes too, so it is kept apart, under a lock.
     private let flushTime = Mutex<Duration>(.zero)
 
@@ -192,7 +196,7 @@ public final class OutboxEngine {
                 throw error
             }
             let busy = writer.timings
-            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all\(cpuShare(since: scheduleAtStart))")
+            logger.debug("database time off the engine's thread: claims \(busy.claims), outcome writes \(busy.writes) (side by side); in line: claims \(timings.claims); the pushes waited for a claim \(timings.claimWaitCount) times, \(timings.claimWaits) in all, for the writer \(timings.writeWaitCount) times, \(timings.writeWaits) in all\(cpuShare(since: scheduleAtStart))")
         } else {
             report.tokensRetired += try recorder.flush()
             logger.debug("database time: claims \(timings.claims), outcome writes \(flushTime.withLock { $0 })\(cpuShare(since: scheduleAtStart))")
@@ -626,6 +630,11 @@ public final class OutboxEngine {
                     if writer.isIdle || ContinuousClock.now - lastFlush >= flushInterval || recorder.pending >= maxPendingOutcomes {
                         writer.write(recorder, with: flush)
                         recorder = makeRecorder()
+                        let waited = writer.waitForWrites(atMost: maxQueuedWrites)
+                        if waited > .zero {
+                            timings.writeWaits += waited
+                            timings.writeWaitCount += 1
+                        }
                         lastFlush = ContinuousClock.now
                     }
                 } else {

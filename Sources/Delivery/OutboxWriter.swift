@@ -18,7 +18,8 @@ final class OutboxWriter: @unchecked Sendable {
     private let claimQueue = DispatchQueue(label: "mentor-push.outbox-claims")
     /// A release was handed over since the last claim was asked for.
     private var releaseHandedOver = false
-    private let lock = NSLock()
+    /// Guards the state below; signalled when a write finishes.
+    private let lock = NSCondition()
     /// The first write that failed: nothing more is written after it.
     private var writeFailure: Error?
     /// The first claim that failed: nothing more is claimed, but what was sent is still written.
@@ -55,6 +56,7 @@ final class OutboxWriter: @unchecked Sendable {
             let result = Result { lock.withLock { writeFailure } == nil ? try writeOut.value(recorder) : 0 }
             lock.withLock {
                 queuedWrites -= 1
+                lock.broadcast()
                 busy.writes += ContinuousClock.now - started
                 switch result {
                 case .success(let count) where writeFailure == nil: retired += count
@@ -88,6 +90,18 @@ final class OutboxWriter: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Waits while more than `count` writes are waiting or running (unless a write failed): the pushes pause
+    /// while the writer is that far behind, so the outcomes not yet written, which a crash would send again and
+    /// which stop being this engine's once their lease runs out, stay few. Returns how long it waited.
+    func waitForWrites(atMost count: Int) -> Duration {
+        lock.lock()
+        defer { lock.unlock() }
+        guard queuedWrites > count && writeFailure == nil else { return .zero }
+        let started = ContinuousClock.now
+        while queuedWrites > count && writeFailure == nil { lock.wait() }
+        return ContinuousClock.now - started
     }
 
     /// Whether no write is waiting or running.

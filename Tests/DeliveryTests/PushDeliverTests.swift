@@ -686,6 +686,34 @@ import TestSupport
         #expect(try states() == ["sent": accepted, "pending": 300 - accepted], "every push that went out is recorded")
     }
 
+    @Test func thePushesPauseWhileTheOutcomeWritesAreBehind() throws {
+        // A database slower than the pushes (here the event log is locked, so every outcome write waits) must
+        // not let sent-but-unrecorded pushes pile up: a crash would send them again, and so would another
+        // engine once their lease ran out. Past two writes waiting, the pushes pause until the writer catches up.
+        try bulkDeliveries(1500)
+        push.server.inject(.slow(seconds: 0.02), count: 10_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "10"
+        let locker = try db.connect()
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        let deadline = Date().addingTimeInterval(20)
+        while push.server.receivedCount < 20 && Date() < deadline { usleep(2_000) }
+        try locker.execute("BEGIN")
+        try locker.execute("LOCK TABLE delivery_events IN EXCLUSIVE MODE")
+        sleep(1)
+        let paused = push.server.receivedCount
+        sleep(2)
+        let later = push.server.receivedCount
+        try locker.execute("ROLLBACK")
+        let result = try running.wait()
+
+        #expect(later - paused <= 10, "no new push while the writes were stuck (\(paused) → \(later); the window is 10)")
+        #expect(paused < 1500)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states() == ["sent": 1500])
+        #expect(pushes(.apns).count == 1500)
+    }
+
     @Test func sigtermFinishesWhatIsInFlightReleasesTheRestAndEndsBySIGTERM() throws {
         _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
         push.server.inject(.slow(seconds: 1), count: 1_000)
