@@ -18,7 +18,8 @@ public struct DeliveryReport: Sendable {
     public var unavailableProviders: [String: String] = [:]
     /// The signal that stopped the run early ("SIGTERM"), if one did.
     public var stoppedBy: String?
-    /// Claimed but not sent when the stop came: released at once for the next run, no attempt burned.
+    /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
+    /// ran out before the push could start).
     public var released = 0
     /// The final outcomes by provider ("apns" → "sent" → 3), for the metrics.
     public var byProvider: [String: [String: Int]] = [:]

@@ -327,8 +327,10 @@ public final class OutboxEngine {
                limit: Int? = nil, on connection: Connection? = nil) throws -> [Claimed] {
         let limit = limit ?? batchSize
         let connection = connection ?? self.connection
-        // `http(_:lease:)` keeps the request timeout at most half the lease: half of it is for starting.
-        let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 1000)) - client.configuration.requestTimeout
+        // `http(_:lease:)` keeps the request timeout at most half the lease: the rest is for starting, less a
+        // tenth of the lease kept for recording the answer (the writer may be behind, a deadlock retried), so
+        // a push's outcome is written while the claim on its row still holds.
+        let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 900)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
         let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
         // The one job run's deliveries, or every due one (then from the queue alone: it carries the
@@ -409,8 +411,15 @@ public final class OutboxEngine {
     func send(_ batch: [Claimed], scope: Scope, usable: inout Set<PushTarget.Provider>, report: inout DeliveryReport) throws {
         var recorder = makeRecorder()
         var queue: [Claimed] = []
+        /// The next in `queue` to send.
+        var index = 0
         /// Settles what cannot be sent at all, and queues the rest.
         func admit(_ rows: [Claimed]) {
+            // What was sent leaves the queue: a run that drains a large backlog claims batch after batch.
+            if index >= 4096 {
+                queue.removeFirst(index)
+                index = 0
+            }
             let now = Date()
             for claimed in rows {
                 if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
@@ -430,7 +439,6 @@ public final class OutboxEngine {
         admit(batch)
         var exhausted = false
         var leaseReleased = 0
-        var index = 0
         var lastFlush = ContinuousClock.now
         var resend: [Claimed] = []
         /// The pushes on the wire, by delivery.
@@ -645,6 +653,7 @@ public final class OutboxEngine {
         })
         usable = live
         if leaseReleased > 0 { logger.notice("the claim on \(leaseReleased) deliveries was running out: released for the next claim") }
+        report.released += leaseReleased
         if let writer {
             // What is left of this batch is written in turn; a failure shows at the next batch or the end.
             if let failure { report.released += releaseRest(); logger.warning("stopping: \(failure)") }

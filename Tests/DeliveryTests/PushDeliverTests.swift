@@ -635,6 +635,17 @@ import TestSupport
         #expect(authorizations().count == 1, "the four processes send one provider token")
     }
 
+    @Test func aLongDrainSendsEachDeliveryOnceAsItsQueueIsCompacted() throws {
+        // One run claims batch after batch; what was sent leaves its in-memory queue every 4,096 pushes.
+        try bulkDeliveries(6000)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try states() == ["sent": 6000])
+        let sent = pushes(.apns)
+        #expect(sent.count == 6000)
+        #expect(Set(sent.compactMap(\.deviceToken)).count == 6000, "no delivery sent twice, none left out")
+    }
+
     @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
         _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
         push.server.inject(.slow(seconds: 0.2), count: 1_000)
