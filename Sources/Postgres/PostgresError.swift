@@ -38,6 +38,10 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
         if case .server(let error) = self { return error.sqlState }
         return nil
     }
+
+    /// A data exception (SQLSTATE class 22: text that is no number or id, a value out of range): the data a
+    /// statement read was at fault, not the statement or the server.
+    public var isDataException: Bool { sqlState?.hasPrefix("22") ?? false }
 }
 
 /// An error the server reported, with the fields a person needs to act on it.

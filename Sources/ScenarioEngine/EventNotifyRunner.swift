@@ -92,7 +92,13 @@ public struct EventNotifyRunner {
                     let now = options.now?.date ?? Date()
                     let invalidBefore = summary.invalidOrganizations
                     let unknownZonesBefore = summary.unknownTimeZones
+                    let failedBefore = summary.failedEvents
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
+                    if summary.failedEvents > failedBefore {
+                        // Rows that could not be read were set aside with the error (see the log): bad data, 65.
+                        run.degrade(.dataError, "events that could not be processed were set aside with the error (see the log and events.error)")
+                        drainHealthy = false
+                    }
                     if summary.invalidOrganizations > invalidBefore {
                         // Their events went without a decision (see the log): a configuration problem to show, as
                         // the scheduled jobs show it (78), in the exit code and the metrics.

@@ -27,6 +27,9 @@ public struct EventProcessor {
     /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
     /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
     /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
+    /// A data exception (an event row the scenarios cannot read) rolls it back too; its events are then taken
+    /// one at a time, and the one at fault is set aside with the error (`events.error`), so one bad row does not
+    /// stop every later event. Such events are counted in `summary.failedEvents`.
     public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         let counted = summary
         for attempt in 1... {
@@ -37,15 +40,48 @@ public struct EventProcessor {
                 summary = counted
                 logger.warning("events batch rolled back (\(error)); taking it again")
                 Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+            } catch let error as PostgresError where error.isDataException {
+                summary = counted
+                logger.warning("events batch rolled back (\(error)); taking its events one at a time")
+                return try processOneByOne(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
             }
         }
         fatalError("unreachable")
     }
 
-    private func processBatchOnce(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+    /// The pending events of a batch that met a data exception, each in a transaction of its own; one that meets
+    /// one again is marked processed with the error.
+    private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+        let pending = try connection.query("SELECT id FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(batchSize)")
+        var taken = 0
+        for row in pending {
+            let id: Int = try row.decode(0)
+            let counted = summary
+            do {
+                taken += try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+            } catch let error as PostgresError where error.isDataException {
+                summary = counted
+                let reason = error.description
+                let marked = try connection.query("""
+                    UPDATE events SET processed_at = now(), job_run_id = \(runID), error = \(reason)
+                     WHERE id = \(id) AND processed_at IS NULL RETURNING kind
+                    """)
+                guard let kind: String = try marked.first?.decode(0) else { continue }
+                taken += 1
+                summary.failedEvents += 1
+                logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error), fix what wrote it")
+            }
+        }
+        return taken
+    }
+
+    /// Claims and processes the oldest pending events (or only event `only`) in one transaction.
+    private func processBatchOnce(only: Int? = nil, on connection: Connection, runID: Int, now: Date, logger: Logger,
+                                  summary: inout ScenarioSummary) throws -> Int {
         try connection.transaction {
             let claimed = try connection.query("""
-                SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                SELECT id, kind FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
+                 ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                 """)
             guard claimed.count > 0 else { return 0 }
             var ids: [Int] = []

@@ -24,6 +24,8 @@ public struct ScenarioSummary: Sendable {
     public var invalidOrganizations = 0
     /// Candidates whose own time zone is unknown (their organization's was used).
     public var unknownTimeZones = 0
+    /// Events whose own row could not be processed (set aside with the error, see `EventProcessor`).
+    public var failedEvents = 0
     /// Organizations left out because they were not due yet (a digest before its send hour).
     public var notDueOrganizations = 0
     /// What delivery did right after recording (a JSON object), when push is configured.
@@ -73,6 +75,7 @@ public struct ScenarioSummary: Sendable {
         writer.add("invalid_organizations", invalidOrganizations)
         if unknownTimeZones > 0 { writer.add("unknown_time_zones", unknownTimeZones) }
         if notDueOrganizations > 0 { writer.add("not_due_organizations", notDueOrganizations) }
+        if failedEvents > 0 { writer.add("failed_events", failedEvents) }
         if let push { writer.add("push", json: push) }
         return writer
     }

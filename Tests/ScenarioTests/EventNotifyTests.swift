@@ -249,6 +249,31 @@ import TestSupport
         #expect(result.summary?["invalid_organizations"] as? Int == 1, "\(result.stdout)")
     }
 
+    /// An event row the scenarios cannot read (apps and hand-written SQL get such rows) failed its whole batch
+    /// and, being the oldest pending, every batch after it: event-notify stopped for every organization. Now
+    /// it alone is set aside with the error, the others are processed, and the run says so (65).
+    @Test func anEventRowThatCannotBeReadIsSetAsideAndTheOthersGoOn() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("""
+            INSERT INTO events (kind, mentor_id, subject_id) VALUES ('pause_started', \(kari), 'not-a-pause-id')
+            """)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        #expect(try pending("pause_started") == 2)
+
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 65, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("cannot be processed") && result.stderr.contains("not-a-pause-id"), "\(result.stderr)")
+        #expect(result.summary?["failed_events"] as? Int == 1, "\(result.stdout)")
+        #expect(try pending() == 0)
+        #expect(try f.inbox(linda).map(\.title) == ["Kari har pause"], "the good event was processed")
+        let setAside = try f.connection.query("SELECT error FROM events WHERE subject_id = 'not-a-pause-id'").first!
+        #expect(try setAside.decode(0, as: String?.self)?.contains("22P02") == true)
+
+        // The next run has nothing left to trip on.
+        #expect(try once().summary?["failed_events"] == nil)
+    }
+
     /// Another organization's invalid settings pass over none of these events: a run that met only valid
     /// organizations' events exits 0 and says nothing of it. A run that passed over the invalid one's events
     /// batch after batch says so once in its message (a service's would otherwise grow without end).
