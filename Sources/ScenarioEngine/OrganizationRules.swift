@@ -139,11 +139,17 @@ public enum RuleLoader {
             let id: UUID = try row.decode(0)
             let name: String = try row.decode(1)
             seen.insert(id)
-            let json: JSONValue = try row.decode(3)
-            guard case .object(let values) = try JSONTree(json: json.text) else {
-                throw JobFailure(.config, "organization \"\(name)\": \(scenario.key) settings are not a JSON object")
-            }
             do {
+                // Rows written before migration 0009 were not checked: one that cannot be read (a number past
+                // what a Double holds, nesting too deep) passes over this organization, like invalid settings.
+                let json: JSONValue = try row.decode(3)
+                let tree: JSONTree
+                do { tree = try JSONTree(json: json.text) } catch {
+                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(scenario.key) settings cannot be read (\(error)); fix its row in organization_scenario_rules")
+                }
+                guard case .object(let values) = tree else {
+                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(scenario.key) settings are not a JSON object; fix its row in organization_scenario_rules")
+                }
                 if let problem = templates.problems[id] {
                     throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(problem); fix its row in message_templates")
                 }

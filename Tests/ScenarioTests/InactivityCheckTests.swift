@@ -314,6 +314,20 @@ import TestSupport
         #expect(try f.inbox(inB).isEmpty)
     }
 
+    /// A row written before the settings were checked that cannot even be read (a number past what a Double
+    /// holds) passes over its organization like invalid settings; it stopped the whole job with 70.
+    @Test func settingsThatCannotBeReadExit78AndTheOtherOrganizationsStillRun() throws {
+        let good = try f.organization("Good org")
+        let bad = try f.organization("Broken org")
+        try f.ruleWrittenBeforeValidation(bad, settings: #"{"threshold_days": 1e400}"#)
+        let inGood = try f.mentor(good, "In good", lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains(#"organization "Broken org""#) && result.stderr.contains("settings cannot be read"), "\(result.stderr)")
+        #expect(try f.inbox(inGood).count == 1)
+        #expect(result.summary?["outcome"] as? String == "partial")
+    }
+
     @Test func invalidOrganizationSettingsExit78AndTheOtherOrganizationsStillRun() throws {
         let good = try f.organization("Good org")
         let bad = try f.organization("Broken org")
