@@ -92,10 +92,22 @@ public struct PushSettings: Sendable {
 
     private static func endpoint(_ text: String?, name: String) throws -> String? {
         guard let text else { return nil }
-        guard let url = URL(string: text), url.scheme == "https", url.host != nil else {
-            throw JobFailure(.config, "\(name): must be an https URL, got \(text)")
+        guard let url = URL(string: text), url.scheme == "https", url.host != nil, url.user == nil, url.password == nil else {
+            throw JobFailure(.config, "\(name): must be an https URL with no user or password in it, got \(shown(text))")
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    /// An endpoint setting as it may be shown in a message: without the user and password a URL carries, and
+    /// not at all when it is no URL and may hold one.
+    private static func shown(_ text: String) -> String {
+        guard var components = URLComponents(string: text) else {
+            return text.contains("@") ? "a value that is not a URL (not shown: it may hold a password)" : text
+        }
+        guard components.user != nil || components.password != nil else { return text }
+        components.user = nil
+        components.password = nil
+        return "\(components.string ?? "?") (its user and password not shown)"
     }
 
     /// The providers these settings describe, ready to send.

@@ -37,6 +37,14 @@ public struct GoogleServiceAccount: Sendable {
         }
         self.privateKey = key
         self.projectID = try field("project_id")
+        // It goes into every FCM URL's path: a project id is lower-case letters, digits and hyphens (a
+        // domain-scoped one, "example.com:project", also dots and a colon), nothing else.
+        guard (1...100).contains(projectID.utf8.count), projectID.utf8.allSatisfy({ byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+        }) else {
+            throw PushConfigurationError("\(setting): \(file): \"project_id\" is not a Google Cloud project id (lower-case letters, digits and hyphens), got \(String(projectID.prefix(100)).debugDescription)")
+        }
         self.clientEmail = try field("client_email")
         self.tokenURI = try field("token_uri")
         self.privateKeyID = object["private_key_id"] as? String

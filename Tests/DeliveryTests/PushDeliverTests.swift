@@ -808,6 +808,16 @@ import TestSupport
         #expect(try states() == ["sent": 1])
     }
 
+    @Test(arguments: ["http://user:secret@proxy.example", "https://user:secret@api.push.apple.com", "https://user:secret@[::1"])
+    func anEndpointWithAPasswordIsRefusedWithoutShowingIt(endpoint: String) throws {
+        var environment = push.variables
+        environment["APNS_ENDPOINT"] = endpoint
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("APNS_ENDPOINT: must be an https URL with no user or password"), "\(result.stderr)")
+        #expect(!result.stderr.contains("secret") && !result.stdout.contains("secret"), "\(result.stderr)")
+    }
+
     @Test func aWrongEndpointStopsTheProviderWith78AndLosesNothing() throws {
         _ = try pendingNotifications([("A", 1), ("B", 1)])
         var environment = push.variables

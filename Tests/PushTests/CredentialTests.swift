@@ -95,4 +95,24 @@ import _CryptoExtras
             #expect(error.message.contains(#"expected "service_account""#))
         }
     }
+
+    /// The project id goes into every FCM URL's path: one with a line break or a space made every push fail
+    /// at libcurl (an attempt burned each, dead after eight) while the run exited 0.
+    @Test(arguments: ["my-project\n", "my project", "../../x", "", "MyProject"])
+    func aProjectIDThatIsNoProjectIDIsRefusedAtLoad(projectID: String) throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("sa.json")
+        let json: [String: Any] = ["type": "service_account", "project_id": projectID, "private_key": key.pemRepresentation,
+                                   "client_email": "push@demo-project.iam.gserviceaccount.com", "token_uri": "https://127.0.0.1:1/token"]
+        try JSONSerialization.data(withJSONObject: json).write(to: file)
+        do {
+            _ = try GoogleServiceAccount(file: file.path)
+            Issue.record("accepted project_id \(projectID.debugDescription)")
+        } catch let error as PushConfigurationError {
+            #expect(error.message.contains("FCM_SERVICE_ACCOUNT_FILE") && error.message.contains("project_id"), "\(error.message)")
+        }
+    }
 }
