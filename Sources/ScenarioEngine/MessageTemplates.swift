@@ -155,6 +155,10 @@ public enum TemplateCheck {
         } catch {
             throw Problem(message: "\(part): does not parse (\(error))")
         }
+        // Before any render: a section nested in itself renders the list again for every item, at every level.
+        if let nested = selfNestedSection(in: text) {
+            throw Problem(message: "\(part): {{\(nested)}} inside {{#\(nested.dropFirst())}}: a section may not be nested in itself")
+        }
         let known = Set(variables.map(\.name))
         for present in [true, false] {
             let probe = Probe(sample(variables, present: present))
@@ -164,6 +168,28 @@ public enum TemplateCheck {
             }
         }
         return template
+    }
+
+    /// The first section tag (`#name` or `^name`) inside an open section of the same name, if any.
+    static func selfNestedSection(in text: String) -> String? {
+        var open: [Substring] = []
+        var rest = text[...]
+        while let start = rest.range(of: "{{"), let end = rest[start.upperBound...].range(of: "}}") {
+            let tag = rest[start.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespaces)
+            rest = rest[end.upperBound...]
+            guard let sigil = tag.first else { continue }
+            let name = tag.dropFirst().trimmingCharacters(in: .whitespaces)[...]
+            switch sigil {
+            case "#", "^":
+                if open.contains(name) { return "\(sigil)\(name)" }
+                open.append(name)
+            case "/":
+                if let index = open.lastIndex(of: name) { open.removeSubrange(index...) }
+            default:
+                break
+            }
+        }
+        return nil
     }
 
     /// Sample values: texts, numbers, flags, and a list of two items for a list variable.

@@ -73,6 +73,8 @@ import TestSupport
         #expect(try refused("{{#never_active}}x{{/name}}").contains("{{/name}} closes {{#never_active}}"))
         #expect(try refused("{{> footer}}").contains("partials, blocks, delimiter changes and pragmas are not allowed"))
         #expect(try refused("Hei {{name").contains("a {{ without its }}"))
+        #expect(try refused("ok", "{{#never_active}}{{^never_active}}x{{/never_active}}{{/never_active}}")
+            .contains("body: {{^never_active}} inside {{#never_active}}: a section may not be nested in itself"))
         #expect(try refused(String(repeating: "x", count: 600)).contains("message_templates_title_check"))
         #expect(try f.count("message_templates") == 16, "nothing saved")
     }
@@ -91,6 +93,25 @@ import TestSupport
         let validate = try Jobs.run("rules", ["--validate"], database: db)
         #expect(validate.status == 78)
         #expect(validate.stdout.contains("message template inactivity/nb"), "\(validate.stdout)")
+    }
+
+    /// The renderer looks a name up through every enclosing section: {{#cases}} nested in itself sixty times
+    /// (1,200 characters) is 3^60 renders of the list, which hung overdue-digest for every organization. A row
+    /// saved before the database refused it is refused by the job, for its organization only, before any render.
+    @Test func aListNestedInItselfSavedBeforeTheCheckIsRefusedWithoutRenderingIt() throws {
+        let nested = String(repeating: "{{#cases}}", count: 60) + "x" + String(repeating: "{{/cases}}", count: 60)
+        try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
+        try template("nb", title: "Oppdrag", body: nested, organization: org, scenario: "overdue_digest")
+        try f.connection.execute("ALTER TABLE message_templates ENABLE TRIGGER message_templates_valid")
+        let result = try Jobs.run("overdue-digest", [], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("body: {{#cases}} inside {{#cases}}: a section may not be nested in itself"), "\(result.stderr)")
+        do {
+            try template("nn", title: "Oppdrag", body: nested, organization: org, scenario: "overdue_digest")
+            Issue.record("the database saved a list nested in itself")
+        } catch let error as PostgresError {
+            #expect(error.description.contains("a section may not be nested in itself"), "\(error)")
+        }
     }
 
     /// Outside text in a title or body cannot break its line or make it read backwards on a lock screen:
