@@ -26,4 +26,16 @@ public struct DeliveryOptions: ParsableArguments, Sendable {
     public var pushMaxAttempts: Int?
 
     public init() {}
+
+    /// A flag given empty (`--apns-key-file "$KEY"` with `KEY` unset) is a mistake, not "use the environment".
+    public func validate() throws {
+        let flags: [(String, String?)] = [
+            ("--apns-key-file", apnsKeyFile), ("--apns-key-id", apnsKeyID), ("--apns-team-id", apnsTeamID), ("--apns-topic", apnsTopic),
+            ("--apns-endpoint", apnsEndpoint), ("--apns-sandbox-endpoint", apnsSandboxEndpoint),
+            ("--fcm-service-account-file", fcmServiceAccountFile), ("--fcm-endpoint", fcmEndpoint), ("--push-ca-file", pushCAFile),
+        ]
+        for (flag, value) in flags where value?.trimmingCharacters(in: .whitespaces).isEmpty == true {
+            throw ValidationError("\(flag) is empty: give a value, or leave the flag out to use the environment")
+        }
+    }
 }

@@ -543,7 +543,12 @@ final class Transfer {
         for i in name.indices where name[i] >= 65 && name[i] <= 90 { name[i] += 32 }
         // Beyond the cap only the headers an answer is classified by are kept.
         headerBytes += line.count
-        if headerBytes > maximumHeaderBytes && !Transfer.alwaysKeptHeaders.contains(name) { return }
+        if headerBytes > maximumHeaderBytes {
+            // Beyond the cap, only the first of each header an answer is judged by (a flood of them is no less a flood).
+            guard Transfer.alwaysKeptHeaders.contains(name) else { return }
+            let text = String(decoding: name, as: UTF8.self)
+            guard !responseHeaders.contains(where: { $0.0 == text }) else { return }
+        }
         var start = colon + 1
         var end = line.count
         while start < end && (line[start] == 32 || line[start] == 9) { start += 1 }

@@ -43,6 +43,15 @@ import TestSupport
         }
     }
 
+    /// An empty push flag quietly fell back to the environment's setting.
+    @Test func anEmptyPushFlagExits64() throws {
+        for job in ["push-deliver", "inactivity-check", "event-notify"] {
+            let result = try Jobs.run(job, ["--apns-key-file", ""], database: nil)
+            #expect(result.status == 64, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("--apns-key-file is empty"), "\(job): \(result.stderr)")
+        }
+    }
+
     /// The event log's own guard answers with insufficient_privilege too, but a statement that trips it is
     /// a bug of ours (70), not a grant to give (77): granting would not help.
     @Test func theAppendOnlyGuardIsABugNotAMissingPrivilege() throws {

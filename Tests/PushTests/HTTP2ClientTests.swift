@@ -208,10 +208,12 @@ import TestSupport
         feed("apns-id: 7c66b8c7-52cb-4c9d-83c1-799a70a38eb2\r\n")
         feed("Retry-After: 30\r\n")
         feed("x-late: dropped\r\n")
+        for _ in 0..<10_000 { feed("apns-id: 00000000-0000-4000-8000-000000000000\r\n") } // a flood of one kept header
         let names = transfer.responseHeaders.map(\.0)
         #expect(names.count < 40, "headers beyond 16 KB are not kept")
         #expect(names.suffix(2) == ["apns-id", "retry-after"])
         #expect(transfer.responseHeaders.last?.1 == "30")
+        #expect(transfer.responseHeaders.first { $0.0 == "apns-id" }?.1 == "7c66b8c7-52cb-4c9d-83c1-799a70a38eb2", "the first one")
     }
 
     @Test func tlsVerificationIsAlwaysOn() throws {
