@@ -33,6 +33,10 @@ public struct InactivityCheck: Scenario {
     public var jobName: String { "inactivity-check" }
     public var abstract: String { "Remind peer mentors who have not logged an activity for longer than their organization's threshold." }
     public var category: NotificationCategory { .inactivity }
+    /// A repeat reminder is due a full threshold after the last one, less this: the daily run that sent it
+    /// starts a little earlier or later each day (the timer's randomized delay), and a threshold holding the
+    /// spring clock change is an hour short; without it half the repeats came a day late.
+    static let repeatGrace: TimeInterval = 6 * 3600
     public var suppressionReasons: [SuppressionReason] { [.paused] }
 
     public func settings(_ reader: SettingsReader) throws -> Settings {
@@ -45,7 +49,7 @@ public struct InactivityCheck: Scenario {
         // The index users_inactivity_idx drives this: per organization, a range scan over the mentors
         // quiet since before the threshold. Pauses and earlier reminders only narrow that range.
         return """
-            SELECT u.id AS user_id, 'stretch:' || extract(epoch FROM s.stretch_start)::bigint AS subject,
+            SELECT u.id AS user_id, 'stretch:' || floor(extract(epoch FROM s.stretch_start))::bigint AS subject,
                    u.last_activity_logged_at AS last_activity, u.joined_at, lift.lifted_at, s.stretch_start,
                    \(CurrentPause.columns), reminder.reminded_at
               FROM unnest(\(organizations)::uuid[], \(thresholds)::int[]) AS r(organization_id, threshold_days)
@@ -78,7 +82,7 @@ public struct InactivityCheck: Scenario {
         let stretchStart = candidate.stretchStart
         var anchor = stretchStart
         if let reminded = candidate.remindedAt, reminded >= stretchStart {
-            guard now.timeIntervalSince(reminded) >= threshold else {
+            guard now.timeIntervalSince(reminded) >= threshold - InactivityCheck.repeatGrace else {
                 return .suppress(.alreadyNotified, detail: "reminded \(day(reminded)) in this inactivity stretch; next reminder from \(day(reminded.addingTimeInterval(threshold))) if still inactive")
             }
             anchor = reminded

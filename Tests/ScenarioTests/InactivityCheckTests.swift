@@ -113,6 +113,20 @@ import TestSupport
         #expect(try f.inbox(quiet).count == 3)
     }
 
+    /// The daily run starts a little earlier or later each day (the timer's randomized delay), and a threshold
+    /// holding the spring clock change is an hour short: the repeat still comes on the threshold's day.
+    @Test func aRepeatReminderComesOnItsDayEvenIfTheRunStartsAMinuteOrAnHourEarlier() throws {
+        let org = try f.organization("Org")
+        let quiet = try f.mentor(org, "Still quiet", lastActivityDaysAgo: 20)
+        _ = try run()
+        _ = try run(daysLater: 13)
+        #expect(try f.inbox(quiet).count == 1, "not a day early")
+        _ = try run(daysLater: 14 - 60.0 / 86_400)
+        #expect(try f.inbox(quiet).count == 2, "a minute early is the same day")
+        _ = try run(daysLater: 28 - 3_600.0 / 86_400)
+        #expect(try f.inbox(quiet).count == 3, "an hour early (spring forward) too")
+    }
+
     @Test func preferencesAndOrganizationSwitchSuppressWithReasons() throws {
         let org = try f.organization("Org")
         let masterOff = try f.mentor(org, "Master off", lastActivityDaysAgo: 20)
