@@ -1,0 +1,121 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// A push still waiting to go out (deferred past quiet hours, due for a retry, or not yet claimed by
+/// push-deliver) is cancelled when what it was decided on changes first: the user's switches, the user
+/// leaving, the notification read in the inbox, an activity logged, a pause started (migration 0024).
+@Suite struct WaitingPushTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+    }
+
+    /// An inactivity reminder stored with its push waiting: inactivity-check without push settings leaves
+    /// the deliveries to push-deliver.
+    func remindedWithAPushWaiting(_ name: String = "Kari") throws -> UUID {
+        let mentor = try f.mentor(org, name, lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states(of: mentor) == ["pending"])
+        return mentor
+    }
+
+    func states(of user: UUID) throws -> [String] {
+        try f.connection.query("""
+            SELECT d.state FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user) ORDER BY d.id
+            """).map { try $0.decode(0) }
+    }
+
+    /// The cancellation as the delivery's history shows it, and nothing left in the queue.
+    func cancelledBecause(_ user: UUID) throws -> String? {
+        let queued: Int = try f.connection.query("""
+            SELECT count(*) FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
+              JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user)
+            """).first!.decode(0)
+        #expect(queued == 0, "nothing of the user's left in the queue")
+        return try f.connection.query("""
+            SELECT e.detail FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id
+              JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(user) AND e.event = 'cancelled'
+            """).first?.decode(0)
+    }
+
+    @Test func switchingPushesOffCancelsTheWaitingPushAndKeepsTheInboxRow() throws {
+        let kari = try remindedWithAPushWaiting()
+        let ola = try remindedWithAPushWaiting("Ola")
+        try f.preferences(kari, master: false)
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "the user switched push notifications off before the push went out")
+        #expect(try f.inbox(kari).count == 1, "still in the inbox")
+        #expect(try states(of: ola) == ["pending"], "nobody else's")
+    }
+
+    @Test func aCategorySwitchedOffCancelsItsPushesButNotACriticalOneWhichTheMasterSwitchStillDoes() throws {
+        let kari = try remindedWithAPushWaiting()
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id) VALUES (\(kari))")
+        try f.connection.execute("UPDATE push_notification_configs SET milestone = false WHERE user_id = \(kari)")
+        #expect(try states(of: kari) == ["pending"], "another category")
+        try f.connection.execute("UPDATE push_notification_configs SET inactivity = false WHERE user_id = \(kari)")
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "the user switched inactivity off before the push went out")
+
+        try f.connection.execute("UPDATE notifications SET critical = true WHERE user_id = \(kari)")
+        try f.connection.execute("UPDATE deliveries SET state = 'pending' WHERE state = 'cancelled'")
+        try f.connection.execute("INSERT INTO delivery_queue (delivery_id, provider) SELECT id, 'apns' FROM deliveries WHERE state = 'pending'")
+        try f.connection.execute("UPDATE push_notification_configs SET inactivity = true WHERE user_id = \(kari)")
+        try f.connection.execute("UPDATE push_notification_configs SET inactivity = false WHERE user_id = \(kari)")
+        #expect(try states(of: kari) == ["pending"], "a critical push goes through the category switch")
+        try f.connection.execute("UPDATE push_notification_configs SET enabled = false WHERE user_id = \(kari)")
+        #expect(try states(of: kari) == ["cancelled"], "not through the master switch")
+    }
+
+    @Test func anActivityLoggedCancelsTheWaitingReminder() throws {
+        let kari = try remindedWithAPushWaiting()
+        try f.activity(kari, daysAgo: 0)
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "the mentor logged an activity before the push went out")
+    }
+
+    @Test func aPauseInForceCancelsTheWaitingReminderAFutureOneDoesNot() throws {
+        let kari = try remindedWithAPushWaiting()
+        try f.pause(kari, startedDaysAgo: -3, endsDaysAgo: -10)
+        #expect(try states(of: kari) == ["pending"], "a pause that starts in three days")
+        try f.pause(kari, startedDaysAgo: 0.01, endsDaysAgo: nil)
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "a pause of the mentor started before the push went out")
+    }
+
+    @Test func readingOrDeletingTheNotificationCancelsItsPush() throws {
+        let kari = try remindedWithAPushWaiting()
+        let ola = try remindedWithAPushWaiting("Ola")
+        try f.connection.execute("UPDATE notifications SET read_at = now() WHERE user_id = \(kari)")
+        try f.connection.execute("UPDATE notifications SET deleted_at = now() WHERE user_id = \(ola)")
+        for user in [kari, ola] {
+            #expect(try states(of: user) == ["cancelled"])
+            #expect(try cancelledBecause(user) == "the notification was read or deleted in the inbox before the push went out")
+        }
+    }
+
+    @Test func aDeactivatedUsersWaitingPushesAreCancelled() throws {
+        let kari = try remindedWithAPushWaiting()
+        try f.connection.execute("UPDATE users SET deactivated_at = now() WHERE id = \(kari)")
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "the user was deactivated before the push went out")
+    }
+
+    @Test func aPushAlreadySentIsLeftAsItIs() throws {
+        let kari = try remindedWithAPushWaiting()
+        try f.connection.execute("""
+            WITH d AS (UPDATE deliveries SET state = 'sent', sent_at = now() RETURNING id) DELETE FROM delivery_queue q USING d WHERE q.delivery_id = d.id
+            """)
+        try f.preferences(kari, master: false)
+        #expect(try states(of: kari) == ["sent"])
+        #expect(try cancelledBecause(kari) == nil)
+    }
+}
