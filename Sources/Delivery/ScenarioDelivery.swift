@@ -14,6 +14,9 @@ public final class ScenarioDelivery: JobDelivery {
     /// Kept while its database connection is the same, so a long-running job (event-notify) reuses its
     /// provider credentials and HTTP/2 connections batch after batch instead of opening new ones.
     private var engine: (connection: ObjectIdentifier, engine: OutboxEngine)?
+    /// What every delivery of this run did so far: a long-running job (event-notify) delivers batch after batch,
+    /// and its summary and metrics count them all.
+    private var total = DeliveryReport()
 
     public init(options: DeliveryOptions) {
         self.options = options
@@ -37,7 +40,8 @@ public final class ScenarioDelivery: JobDelivery {
             self.engine = (ObjectIdentifier(connection), engine)
         }
         let report = try engine.run(scope: .jobRun(runID))
-        return DeliveryResult(json: report.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
+        total.add(report)
+        return DeliveryResult(json: total.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }
 }
 

@@ -53,6 +53,21 @@ public final class JobRun {
         recorder = connection
     }
 
+    /// After the run's connection was lost (a service reconnecting): takes the run's lock again on
+    /// `connection` and marks its row running again (another job may have closed it as abandoned meanwhile),
+    /// so the row, the backlog it measures and its end stay this run's. Without a row yet, records one.
+    public func resume(on connection: Connection) throws {
+        guard let runID else { try record(on: connection); return }
+        try connection.transaction {
+            try connection.execute("SELECT pg_advisory_lock(\(JobRun.runLockSpace), \(runID)::int)")
+            try connection.execute("""
+                UPDATE job_runs SET outcome = 'running', finished_at = NULL, error = NULL
+                 WHERE id = \(runID) AND outcome IN ('running', 'abandoned')
+                """)
+        }
+        recorder = connection
+    }
+
     /// Takes the job's exclusive lock for the life of `connection`. When another run holds it, records a
     /// 'skipped' run, says so, and returns false: overlapping runs of a scheduled job exit 0.
     public func claimExclusive(on connection: Connection) throws -> Bool {

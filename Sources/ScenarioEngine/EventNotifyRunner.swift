@@ -78,7 +78,7 @@ public struct EventNotifyRunner {
                 if let connection { database = connection } else {
                     database = try connect()
                     try Schema.check(database)
-                    if run.runID == nil { try run.record(on: database) }
+                    if run.runID == nil { try run.record(on: database) } else { try run.resume(on: database) }
                     if settings.listen && !settings.once { try database.listen("mentor_push_events") }
                     connection = database
                     if reconnectDelay > 1 { logger.notice("reconnected to the database; catching up from the events table") }

@@ -13,7 +13,9 @@ public protocol JobDelivery: AnyObject {
 
 /// What delivery did, as the run's summary shows it.
 public struct DeliveryResult: Sendable {
+    /// Every delivery of the run so far (a service delivers batch after batch), for the summary and metrics.
     public var json: String
+    /// This delivery's, for the log.
     public var sentence: String
     public var status: ExitStatus
     /// The signal that stopped delivery early ("SIGTERM"), if one did.

@@ -205,6 +205,21 @@ import TestSupport
     /// The service's metrics say "last success: now" every 15 s only while its pushes go through: once a
     /// provider stops it (APNs refuses our key: 78), they say so at once and the success stops advancing,
     /// so the README's alert fires.
+    /// The summary's push counts are the run's, not its last batch's.
+    @Test func theSummaryCountsThePushesOfEveryBatch() throws {
+        let push = try PushEnvironment()
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda)
+        for i in 0..<3 {
+            let mentor = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 1, devices: 0)
+            try f.scope(org, coordinator: linda, mentor: mentor)
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(mentor), now())")
+        }
+        let result = try once(["--batch-size", "1"], environment: push.variables)
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 3, "\(result.stdout)")
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == 3)
+    }
+
     @Test func theServicesMetricsStopSayingSuccessOnceAProviderStopsIt() throws {
         let push = try PushEnvironment()
         push.server.inject(.invalidProviderToken, count: 100)
@@ -454,9 +469,15 @@ import TestSupport
         #expect(try told() == 6, "every event after the restart is processed")
         let pending: Int = try db.connect().query("SELECT count(*)::int FROM events WHERE processed_at IS NULL AND kind = 'pause_started'").first!.decode(0)
         #expect(pending == 0)
+        // Its run is still its own after the reconnect: another job's start does not close it as abandoned.
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let outcome: String = try db.connect().query("SELECT outcome FROM job_runs WHERE job = 'event-notify'").first!.decode(0)
+        #expect(outcome == "running")
         kill(running.pid, SIGTERM)
         let result = try running.wait(timeout: 20)
         #expect(result.signal == SIGTERM)
         #expect(result.stderr.contains("reconnect"), "says what happened: \(result.stderr)")
+        let ended: String = try db.connect().query("SELECT outcome FROM job_runs WHERE job = 'event-notify'").first!.decode(0)
+        #expect(ended == "stopped", "its end is recorded")
     }
 }
