@@ -8,7 +8,8 @@ import TextCoding
 public enum MigrateRunner {
     /// `statementTimeout`: seconds, 0 for none (an index build on a big table may take longer than a job's
     /// statements ever do).
-    public static func run(databaseURL: String?, migrationsDir: String?, dryRun: Bool, statementTimeout: Int = JobDatabase.defaultStatementTimeout) -> ExitStatus {
+    public static func run(databaseURL: String?, migrationsDir: String?, dryRun: Bool, statementTimeout: Int = JobDatabase.defaultStatementTimeout,
+                           lockTimeout: Int = Migrator.defaultLockTimeout) -> ExitStatus {
         JobEnvelope.run("migrate", dryRun: dryRun, writes: false) { run in
             guard let directory = migrationsDir.map({ URL(fileURLWithPath: $0) }) ?? Migrator.defaultDirectory() else {
                 throw JobFailure(.config, "cannot find sql/migrations: pass --migrations-dir or set MIGRATIONS_DIR")
@@ -24,7 +25,7 @@ public enum MigrateRunner {
                 return writer
             }
             do {
-                let report = try migrator.apply(to: connection, dryRun: dryRun) { name in
+                let report = try migrator.apply(to: connection, dryRun: dryRun, lockTimeout: lockTimeout) { name in
                     run.logger.info("\(dryRun ? "would apply" : "applying") \(name)")
                 }
                 applied = report.applied

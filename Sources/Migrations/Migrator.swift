@@ -65,14 +65,21 @@ public struct Migrator {
         return fm.fileExists(atPath: shared.path) ? shared : nil
     }
 
+    /// Seconds a migration waits for a lock by default.
+    public static let defaultLockTimeout = 10
+
     /// What `apply` did.
     public struct Report: Sendable {
         public var applied: [String] = []
         public var alreadyApplied: Int = 0
     }
 
-    /// Brings the database up to date. With `dryRun`, only reports what it would apply.
-    public func apply(to connection: Connection, dryRun: Bool = false, progress: (String) -> Void = { _ in }) throws -> Report {
+    /// Brings the database up to date. With `dryRun`, only reports what it would apply. Each migration waits
+    /// at most `lockTimeout` seconds (0: no limit) for a lock: an `ALTER TABLE` queued behind a job's long
+    /// transaction would hold up every other query on the table for as long, the app's among them; it fails
+    /// instead (75, try again later). A database migrated by a newer build is refused (78).
+    public func apply(to connection: Connection, dryRun: Bool = false, lockTimeout: Int = Migrator.defaultLockTimeout,
+                      progress: (String) -> Void = { _ in }) throws -> Report {
         try connection.execute("SELECT pg_advisory_lock(hashtext('mentor-push:migrate'))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext('mentor-push:migrate'))") }
         if !dryRun {
@@ -92,6 +99,9 @@ public struct Migrator {
                 applied[try row.decode(0)] = (try row.decode(1), try row.decode(2))
             }
         }
+        if let newest = applied.keys.max(), let known = migrations.last?.version, newest > known {
+            throw JobFailure(.config, "the database is at schema version \(newest) (\(applied[newest]!.name)), newer than this build's \(known): a newer build migrated it; run that build's migrate and jobs, not this one")
+        }
         var report = Report()
         for migration in migrations {
             if let done = applied[migration.version] {
@@ -105,6 +115,7 @@ public struct Migrator {
             if !dryRun {
                 do {
                     try connection.transaction {
+                        try connection.execute("SELECT set_config('lock_timeout', \(String(lockTimeout * 1000)), true)")
                         try connection.runScript(migration.sql)
                         try connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(migration.version), \(migration.name), \(migration.checksum))")
                     }

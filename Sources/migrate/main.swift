@@ -9,7 +9,7 @@ struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Bring the database schema up to date (sql/migrations). Running it again changes nothing.",
-        discussion: "Exit codes: 0 done, 64 bad flags, 69 database unreachable, 75 a statement timed out or a lock was not granted (try again, or with a longer --statement-timeout), 77 a privilege is missing, 78 a migration failed or was edited after it was applied.")
+        discussion: "Exit codes: 0 done, 64 bad flags, 69 database unreachable, 75 a statement timed out or a lock was not granted in time (try again, or with a longer --statement-timeout or --lock-timeout), 77 a privilege is missing, 78 a migration failed or was edited after it was applied, or the database was migrated by a newer build.")
 
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
@@ -23,13 +23,18 @@ struct MigrateCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Longest any one statement may run, in seconds; 0 for no limit (an index build on a big table). Default 300.", valueName: "seconds"))
     var statementTimeout = JobDatabase.defaultStatementTimeout
 
+    @Option(name: .long, help: ArgumentHelp("Longest a migration waits for a lock a running job holds, in seconds (then exit 75: try again later); 0 for no limit. Default 10.", valueName: "seconds"))
+    var lockTimeout = Migrator.defaultLockTimeout
+
     func validate() throws {
         try JobDatabase.validateURLFlag(databaseURL)
         if statementTimeout != 0 { try JobDatabase.validateStatementTimeout(statementTimeout) }
+        guard (0...3600).contains(lockTimeout) else { throw ValidationError("--lock-timeout must be from 0 to 3600 seconds") }
     }
 
     func run() throws {
-        let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun, statementTimeout: statementTimeout)
+        let status = MigrateRunner.run(databaseURL: databaseURL, migrationsDir: migrationsDir, dryRun: dryRun, statementTimeout: statementTimeout,
+                                       lockTimeout: lockTimeout)
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

@@ -63,6 +63,36 @@ import TestSupport
         #expect(try Jobs.run("migrate", ["--statement-timeout", "-1"], database: db).status == 64)
     }
 
+    /// A migration queued behind a job's long transaction would hold up every other query on its table (the
+    /// app's too) for as long as it waits: it gives up after --lock-timeout and exits 75, changing nothing.
+    @Test func aMigrationThatCannotGetItsLockInTimeExits75() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let dir = try migrationsCopy()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "ALTER TABLE users ADD COLUMN nickname text;".write(to: dir.appendingPathComponent("9001_nickname.sql"), atomically: true, encoding: .utf8)
+        let holder = try db.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT count(*) FROM users") // a job's read holds ACCESS SHARE until it ends
+        let started = Date()
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--lock-timeout", "1"], database: db)
+        #expect(result.status == 75, "\(result.stderr)")
+        #expect(result.stderr.contains("lock timeout"), "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 20)
+        try holder.execute("ROLLBACK")
+        let version: Int = try db.connect().query("SELECT max(version) FROM schema_migrations").first!.decode(0)
+        #expect(version < 9001, "rolled back")
+        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0, "goes through once the lock is free")
+    }
+
+    /// An older build's migrate must not report success on a database a newer build migrated.
+    @Test func aDatabaseMigratedByANewerBuildIsRefused() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        try db.connect().execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, '9999_from_the_future.sql', 'x')")
+        let result = try Jobs.run("migrate", [], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("schema version 9999 (9999_from_the_future.sql), newer than this build's"), "\(result.stderr)")
+    }
+
     @Test func aFailingMigrationIsRolledBackAndExits78() throws {
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
