@@ -107,6 +107,29 @@ import TestSupport
         #expect(log == url + "\n", "\(log)")
     }
 
+    /// A run cron starts while the previous one still runs is skipped: the log says so and the line exits 0.
+    /// (flock -n alone exited 1 and said nothing.)
+    @Test func aCrontabRunSkippedForTheLockSaysSoInTheLog() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cron-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "DATABASE_URL='postgresql:///x'\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
+        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
+        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") })
+        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
+            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
+            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
+            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
+            .replacingOccurrences(of: "/usr/local/bin/prune", with: "/usr/bin/printenv DATABASE_URL")
+        let lock = dir.appendingPathComponent("mentor-push-prune.lock").path
+        // The previous run holds the lock for 3 s.
+        let result = try ProcessRunner.run("/bin/sh", ["-c", "flock \(lock) sleep 3 & sleep 0.5; (\(command)); s=$?; wait; exit $s"])
+        let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
+        #expect(result.status == 0, "\(log)")
+        #expect(log.contains("prune: skipped: the previous run still holds"), "\(log)")
+        #expect(!log.contains("postgresql:///x"), "the job did not run: \(log)")
+    }
+
     /// A cron-only install runs event-notify too (drained every minute), or no event push ever goes out.
     @Test func theCrontabRunsEveryJobEventNotifyIncluded() throws {
         let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
