@@ -23,7 +23,9 @@ public enum JobEnvelope {
         }
         if run.stoppedBy != nil && run.outcome != "failed" { run.outcome = "stopped" }
         run.finishRecord()
-        if writes { run.publishMetrics(duration: clock.now - started) }
+        // A run skipped for another in progress leaves the metrics to that one: its success would hide a run
+        // that hangs from the alert on the last success.
+        if writes && run.outcome != "skipped" { run.publishMetrics(duration: clock.now - started) }
         Output.line(run.summaryLine(duration: clock.now - started))
         Output.flush()
         StopRequest.shared.endIfRequested()

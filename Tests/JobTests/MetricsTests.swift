@@ -70,6 +70,22 @@ import TestSupport
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o044 } == 0o044, "\(String(describing: attributes[.posixPermissions]))")
     }
 
+    /// A run skipped because another is in progress must not report a success: runs skipped behind one that
+    /// hangs would keep the alert on the last success quiet for ever.
+    @Test func aSkippedRunLeavesTheMetricsToTheRunInProgress() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["METRICS_DIR": directory.path]
+        #expect(try Jobs.inactivityCheck(db, now: f.now, environment: environment).status == 0)
+        let file = directory.appendingPathComponent("mentor-push-inactivity-check.prom")
+        let before = try String(contentsOf: file, encoding: .utf8)
+        let inProgress = try db.connect()
+        try inProgress.execute("SELECT pg_advisory_lock(hashtext('mentor-push:job:inactivity-check'))")
+        Thread.sleep(forTimeInterval: 1.1)
+        let skipped = try Jobs.inactivityCheck(db, now: f.now, environment: environment)
+        #expect(skipped.status == 0 && skipped.summary?["outcome"] as? String == "skipped", "\(skipped.stdout)")
+        #expect(try String(contentsOf: file, encoding: .utf8) == before, "the file is the run in progress's")
+    }
+
     @Test func aDryRunWritesNoMetrics() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"], environment: ["METRICS_DIR": directory.path]).status == 0)
