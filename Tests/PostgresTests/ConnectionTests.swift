@@ -174,4 +174,17 @@ import TestSupport
             try connection.stream("SELECT 42::int4", binary: true) { row in _ = try row.decode(0, as: UUID.self) }
         }
     }
+
+    /// The throwaway cluster's URL names its socket folder: one whose path has a space, & or # (a TMPDIR like
+    /// that) gave a URL that broke at it. The folder is percent-encoded now.
+    @Test func aThrowawayClusterInAFolderWithASpaceGivesAURLThatWorks() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pg a&b #\(UUID().uuidString.prefix(6))").path
+        let start = try ProcessRunner.run(Paths.script("pg-cluster"), ["start", dir, "--watch", String(getpid())])
+        defer { _ = try? ProcessRunner.run(Paths.script("pg-cluster"), ["stop", dir]) }
+        #expect(start.status == 0, "\(start.stderr)")
+        let url = start.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(URLComponents(string: url) != nil, "\(url)")
+        let one: Int = try Connection(url: url, applicationName: "tests").query("SELECT 1").first!.decode(0)
+        #expect(one == 1)
+    }
 }
