@@ -39,6 +39,9 @@ import TestSupport
         #expect(QuietHours.end(of: window, at: Self.at("2026-03-29T00:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T01:00:00Z"))
         // 2026-10-25: 03:00 CEST goes back to 02:00 CET, so 02:30 happens twice: the first one.
         #expect(QuietHours.end(of: window, at: Self.at("2026-10-24T23:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T00:30:00Z"))
+        // Inside the repeated hour's second pass (02:10 CET, after 02:30 CEST has gone by): the window ends at
+        // 02:30 CET, twenty minutes on, not at tomorrow's 02:30.
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T01:10:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T01:30:00Z"))
         // An ordinary night's end on either day.
         #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-03-28T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T05:00:00Z"))
         #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-10-24T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"))
