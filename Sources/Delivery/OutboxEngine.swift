@@ -48,9 +48,9 @@ public final class OutboxEngine {
     public var flushInterval: Duration = .milliseconds(100)
     /// With a writer: outcomes handed over at once at most (it waits for a free writer up to this many).
     public var maxPendingOutcomes = 3000
-    /// With a writer: writes handed over and not finished at most; past that the pushes pause until the writer
-    /// catches up (a database slower than the pushes would otherwise gather sent pushes that a crash, or a
-    /// lease running out, sends again).
+    /// With a writer: writes handed over and not finished at most; past that no new push goes out until the
+    /// writer catches up (a database slower than the pushes would otherwise gather sent pushes that a crash, or
+    /// a lease running out, sends again). The answers on the way are still read meanwhile.
     public var maxQueuedWrites = 2
     var backoff = Backoff()
     /// The size of each claim ahead, from the pace; made afresh by every run.
@@ -457,8 +457,24 @@ public final class OutboxEngine {
             return rest.count
         }
 
+        /// Since when the pushes have waited for the writer to catch up.
+        var waitingForWriterSince: ContinuousClock.Instant?
         client.run(next: {
             if failure == nil, let error = writer?.error { failure = error }
+            if let writer, failure == nil, !stop.isRequested, writer.isBehind(maxQueuedWrites) {
+                // The writer is behind: nothing new goes out until it catches up. With answers still to come the
+                // client goes on reading them (it asks again after each); with none, this thread waits here, a
+                // quarter second at a time so that a stop is seen. Never while answers wait to be read: libcurl
+                // would time them out, and pushes the provider took would be sent again.
+                waitingForWriterSince = waitingForWriterSince ?? ContinuousClock.now
+                if !inFlight.isEmpty { return nil }
+                while !stop.isRequested && !writer.waitForWrites(atMost: maxQueuedWrites, timeout: .milliseconds(250)) {}
+            }
+            if let since = waitingForWriterSince {
+                timings.writeWaits += ContinuousClock.now - since
+                timings.writeWaitCount += 1
+                waitingForWriterSince = nil
+            }
             if stop.isRequested {
                 // Stop: nothing new goes out.
                 report.released += releaseRest()
@@ -638,11 +654,6 @@ public final class OutboxEngine {
                     if writer.isIdle || ContinuousClock.now - lastFlush >= flushInterval || recorder.pending >= maxPendingOutcomes {
                         writer.write(recorder, with: flush)
                         recorder = makeRecorder()
-                        let waited = writer.waitForWrites(atMost: maxQueuedWrites)
-                        if waited > .zero {
-                            timings.writeWaits += waited
-                            timings.writeWaitCount += 1
-                        }
                         lastFlush = ContinuousClock.now
                     }
                 } else {

@@ -92,16 +92,21 @@ final class OutboxWriter: @unchecked Sendable {
         }
     }
 
-    /// Waits while more than `count` writes are waiting or running (unless a write failed): the pushes pause
-    /// while the writer is that far behind, so the outcomes not yet written, which a crash would send again and
-    /// which stop being this engine's once their lease runs out, stay few. Returns how long it waited.
-    func waitForWrites(atMost count: Int) -> Duration {
+    /// Whether more than `count` writes are waiting or running (and none failed): the pushes pause while the
+    /// writer is that far behind, so the outcomes not yet written, which a crash would send again and which stop
+    /// being this engine's once their lease runs out, stay few.
+    func isBehind(_ count: Int) -> Bool { lock.withLock { queuedWrites > count && writeFailure == nil } }
+
+    /// Waits, at most `timeout`, while more than `count` writes are waiting or running (unless a write failed).
+    /// True once the writer has caught up.
+    func waitForWrites(atMost count: Int, timeout: Duration) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard queuedWrites > count && writeFailure == nil else { return .zero }
-        let started = ContinuousClock.now
-        while queuedWrites > count && writeFailure == nil { lock.wait() }
-        return ContinuousClock.now - started
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        while queuedWrites > count && writeFailure == nil {
+            if !lock.wait(until: deadline) { return !(queuedWrites > count && writeFailure == nil) }
+        }
+        return true
     }
 
     /// Whether no write is waiting or running.

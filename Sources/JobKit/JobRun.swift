@@ -56,16 +56,25 @@ public final class JobRun {
     /// After the run's connection was lost (a service reconnecting): takes the run's lock again on
     /// `connection` and marks its row running again (another job may have closed it as abandoned meanwhile),
     /// so the row, the backlog it measures and its end stay this run's. Without a row yet, records one.
+    /// When the lost connection's session still holds the lock (its server side has not noticed yet), the run
+    /// records a row of its own instead; the old one is closed as abandoned once that session is gone.
     public func resume(on connection: Connection) throws {
         guard let runID else { try record(on: connection); return }
-        try connection.transaction {
-            try connection.execute("SELECT pg_advisory_lock(\(JobRun.runLockSpace), \(runID)::int)")
+        let resumed: Bool = try connection.transaction {
+            let locked: Bool = try connection.query("SELECT pg_try_advisory_lock(\(JobRun.runLockSpace), \(runID)::int)").first!.decode(0)
+            guard locked else { return false }
             try connection.execute("""
                 UPDATE job_runs SET outcome = 'running', finished_at = NULL, error = NULL
                  WHERE id = \(runID) AND outcome IN ('running', 'abandoned')
                 """)
+            return true
         }
-        recorder = connection
+        if resumed {
+            recorder = connection
+        } else {
+            logger.notice("job_runs \(runID) is still held by the lost connection's session: this run goes on as a new row")
+            try record(on: connection)
+        }
     }
 
     /// Takes the job's exclusive lock for the life of `connection`. When another run holds it, records a

@@ -39,9 +39,10 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
         return nil
     }
 
-    /// A data exception (SQLSTATE class 22: text that is no number or id, a value out of range): the data a
-    /// statement read was at fault, not the statement or the server.
-    public var isDataException: Bool { sqlState?.hasPrefix("22") ?? false }
+    /// A value that cannot be read as the type it is cast to: text that is no number, id or time (22P02,
+    /// 22007), or a number or time out of range (22003, 22008). The data a statement read was at fault, not the
+    /// statement or the server.
+    public var isUnreadableValue: Bool { ["22P02", "22003", "22007", "22008"].contains(sqlState ?? "") }
 }
 
 /// An error the server reported, with the fields a person needs to act on it.

@@ -51,12 +51,14 @@ public enum ProviderText {
     /// The most characters kept.
     public static let longest = 500
 
-    /// `text` with control characters replaced by U+FFFD and cut to ``longest`` characters.
+    /// `text` with control characters (C0, DEL, C1) and the Unicode line and paragraph separators replaced by
+    /// U+FFFD, cut to ``longest`` characters.
     public static func clean(_ text: String) -> String {
-        if text.utf8.count <= longest && text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) { return text }
+        if text.utf8.count <= longest && text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text } // printable ASCII
         var scalars = String.UnicodeScalarView()
         for scalar in text.unicodeScalars.prefix(longest) {
-            scalars.append(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar)
+            let control = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+            scalars.append(control ? "\u{FFFD}" : scalar)
         }
         return String(scalars)
     }

@@ -27,23 +27,33 @@ public struct EventProcessor {
     /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
     /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
     /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
-    /// A data exception (an event row the scenarios cannot read) rolls it back too; its events are then taken
+    /// A value an event row holds that cannot be read (see `PostgresError.isUnreadableValue`) rolls it back too; its events are then taken
     /// one at a time, and the one at fault is set aside with the error (`events.error`), so one bad row does not
     /// stop every later event. Such events are counted in `summary.failedEvents`.
     public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         let counted = summary
+        do {
+            return try retryingConflicts(logger: logger, summary: &summary) { summary in
+                try processBatchOnce(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+            }
+        } catch let error as PostgresError where error.isUnreadableValue {
+            summary = counted
+            logger.warning("events batch rolled back (\(error)); taking its events one at a time")
+            return try processOneByOne(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+        }
+    }
+
+    /// Runs `body`, again (up to 3 times) after a deadlock or serialization failure, with `summary` as it was.
+    private func retryingConflicts(logger: Logger, summary: inout ScenarioSummary, _ body: (inout ScenarioSummary) throws -> Int) throws -> Int {
+        let counted = summary
         for attempt in 1... {
             do {
-                return try processBatchOnce(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+                return try body(&summary)
             } catch let error as PostgresError where attempt < 4 && [SQLState.deadlockDetected, SQLState.serializationFailure,
                                                                      SQLState.lockNotAvailable].contains(error.sqlState ?? "") {
                 summary = counted
                 logger.warning("events batch rolled back (\(error)); taking it again")
                 Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
-            } catch let error as PostgresError where error.isDataException {
-                summary = counted
-                logger.warning("events batch rolled back (\(error)); taking its events one at a time")
-                return try processOneByOne(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
             }
         }
         fatalError("unreachable")
@@ -58,8 +68,10 @@ public struct EventProcessor {
             let id: Int = try row.decode(0)
             let counted = summary
             do {
-                taken += try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
-            } catch let error as PostgresError where error.isDataException {
+                taken += try retryingConflicts(logger: logger, summary: &summary) { summary in
+                    try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+                }
+            } catch let error as PostgresError where error.isUnreadableValue {
                 summary = counted
                 let reason = error.description
                 let marked = try connection.query("""

@@ -118,6 +118,7 @@ import Testing
         let fcmError = fcm(400, #"{"error":{"code":400,"message":"bad\u0007\r\nfield","status":"INVALID_ARGUMENT"}}"#)
         #expect(!fcmError.reason.unicodeScalars.contains { $0.value < 0x20 }, "\(fcmError.reason.debugDescription)")
         #expect(fcm(200, #"{"name":"projects/p/messages/ü-1"}"#) == .delivered(messageID: "projects/p/messages/ü-1"), "other text as it came")
+        #expect(apns(400, #"{"reason":"a\u0085b\u2028c"}"#) == .rejected(reason: "a\u{FFFD}b\u{FFFD}c"), "C1 controls and line separators too")
     }
 
     @Test func fcmSuccessKeepsTheMessageName() {

@@ -10,13 +10,25 @@
 --     is not reminded).
 -- Before, push-deliver sent them anyway: a reminder deferred to 07:00 went out after the user had
 -- switched pushes off at 05:00. The notification stays in the inbox; a cancelled push gives its daily
--- slot back as before (0017).
+-- slot back as before (0017). The cancels of 0004 and 0006 (an assignment acknowledged or withdrawn, a
+-- pause lifted) now go through the same function.
 
 -- Cancels the waiting pushes of `p_notifications` with `why`: 0017's cancel_pushes_about, by notification.
-CREATE FUNCTION cancel_pushes_of(p_notifications uuid[], why text) RETURNS void LANGUAGE sql AS $$
-    WITH dequeued AS (
-        DELETE FROM delivery_queue q USING deliveries d
-         WHERE d.notification_id = ANY(p_notifications) AND q.delivery_id = d.id
+-- One a running push-deliver has claimed is cancelled too, so that no retry of it follows (it may still go
+-- out if it is on the wire, and keeps its daily slot). The queue rows are locked in id order first, as the
+-- outcome writes lock them, so a cancel beside a write cannot deadlock. Nothing to cancel costs no
+-- statement (activity logging calls this for every insert).
+CREATE FUNCTION cancel_pushes_of(p_notifications uuid[], why text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF coalesce(cardinality(p_notifications), 0) = 0 THEN RETURN; END IF;
+    WITH waiting AS (
+        SELECT q.delivery_id FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
+         WHERE d.notification_id = ANY(p_notifications)
+         ORDER BY q.delivery_id
+           FOR UPDATE OF q
+    ), dequeued AS (
+        DELETE FROM delivery_queue q USING waiting w
+         WHERE q.delivery_id = w.delivery_id
         RETURNING q.delivery_id, q.lease_until
     ), cancelled AS (
         UPDATE deliveries d SET state = 'cancelled', last_error = why, updated_at = now()
@@ -34,8 +46,8 @@ CREATE FUNCTION cancel_pushes_of(p_notifications uuid[], why text) RETURNS void 
        AND NOT EXISTS (SELECT 1 FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id
                         WHERE d.notification_id = s.notification_id AND q.delivery_id NOT IN (SELECT delivery_id FROM dequeued))
        AND NOT EXISTS (SELECT 1 FROM dequeued x JOIN cancelled c ON c.id = x.delivery_id
-                        WHERE c.notification_id = s.notification_id AND (x.lease_until IS NOT NULL OR c.attempts > 0))
-$$;
+                        WHERE c.notification_id = s.notification_id AND (x.lease_until IS NOT NULL OR c.attempts > 0));
+END $$;
 
 CREATE OR REPLACE FUNCTION cancel_pushes_about(subjects text[], why text) RETURNS void LANGUAGE sql AS $$
     SELECT cancel_pushes_of(array(SELECT n.id FROM notifications n WHERE n.subject = ANY(subjects)), why)
@@ -44,12 +56,13 @@ $$;
 -- The notifications of `p_users` with a push still waiting, of `p_categories` (NULL: any), critical ones
 -- only if `p_with_critical`.
 CREATE FUNCTION waiting_notifications(p_users uuid[], p_categories text[], p_with_critical boolean) RETURNS uuid[]
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(n.id), '{}') FROM notifications n
-     WHERE n.user_id = ANY(p_users) AND (p_categories IS NULL OR n.category = ANY(p_categories))
-       AND (p_with_critical OR NOT n.critical)
-       AND EXISTS (SELECT 1 FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.notification_id = n.id)
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce(array_agg(n.id), '{}') FROM notifications n
+             WHERE n.user_id = ANY(p_users) AND (p_categories IS NULL OR n.category = ANY(p_categories))
+               AND (p_with_critical OR NOT n.critical)
+               AND EXISTS (SELECT 1 FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.notification_id = n.id));
+END $$;
 
 -- A user's switches went from `p_before` (NULL: the defaults, all on) to `p_after`.
 CREATE FUNCTION cancel_switched_off_pushes(p_before push_notification_configs, p_after push_notification_configs) RETURNS void
