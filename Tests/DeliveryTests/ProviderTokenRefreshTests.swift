@@ -40,6 +40,18 @@ import TestSupport
         return devices
     }
 
+    /// Moves the engine's and the fake's clock by `seconds` as soon as the fake has taken in its first request,
+    /// from another thread while the engine runs. (A timer instead raced a claim slowed by a busy machine.)
+    func advanceClocksOnceTheFakeHasAPush(by seconds: TimeInterval) {
+        let clock = self.clock
+        let server = push.server
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(20)
+            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
+            clock.advance(seconds)
+        }
+    }
+
     func runEngine() throws -> DeliveryReport {
         let engine = OutboxEngine(connection: f.connection, providers: [.apns: provider],
                                   client: try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile)),
@@ -77,14 +89,8 @@ import TestSupport
         push.server.inject(.slow(seconds: 1), count: 1)
         push.server.inject(.expiredProviderToken, count: 5)
         // The clock moves once the fake has taken in the first push (with its token, minted before): its answer
-        // is a second away. (A timer instead raced a claim slowed by a busy machine.)
-        let clock = self.clock
-        let server = push.server
-        DispatchQueue.global().async {
-            let deadline = Date().addingTimeInterval(20)
-            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
-            clock.advance(25 * 60)
-        }
+        // is a second away.
+        advanceClocksOnceTheFakeHasAPush(by: 25 * 60)
         let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "one fresh token serves all: \(report.brokenProviders)")
@@ -106,13 +112,7 @@ import TestSupport
         // A new connection carries one push until its first answer, here 3 seconds away; the clocks move once
         // the fake has the push.
         push.server.inject(.slow(seconds: 3), count: 1)
-        let clock = self.clock
-        let server = push.server
-        DispatchQueue.global().async {
-            let deadline = Date().addingTimeInterval(20)
-            while server.receivedCount == 0 && Date() < deadline { usleep(2_000) }
-            clock.advance(6 * 60)
-        }
+        advanceClocksOnceTheFakeHasAPush(by: 6 * 60)
         let report = try runEngine()
 
         #expect(report.brokenProviders.isEmpty, "\(report.brokenProviders)")

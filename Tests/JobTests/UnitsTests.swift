@@ -57,6 +57,19 @@ import TestSupport
         }
     }
 
+    /// The crontab's line for `job` as a command that runs here: the env file, the lock and the log moved into
+    /// `dir`, and `/usr/local/bin/<job>` replaced by `program` (this build's job when nil).
+    func cronCommand(_ job: String, in dir: URL, running program: String? = nil) throws -> String {
+        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
+        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/\(job) ") }, "no \(job) line in crontab")
+        // The command is what follows the five time fields.
+        return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
+            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
+            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
+            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
+            .replacingOccurrences(of: "/usr/local/bin/\(job)", with: program ?? Paths.executable(job))
+    }
+
     /// A crontab line hands its job what the env file says: the file holds plain `KEY=value` lines (systemd's
     /// `EnvironmentFile=` reads the same file), which a shell's `.` sets without exporting them. Here the
     /// prune line, with the paths moved into a scratch folder, must see the file's malformed setting.
@@ -66,16 +79,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: dir) }
         try "DATABASE_URL=postgresql://cron@127.0.0.1:1/mentor\nPRUNE_BATCH_SIZE=abc\n"
             .write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
-        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
-        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") }, "no prune line in crontab")
-        // The command is what follows the five time fields.
-        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
-        let built = URL(fileURLWithPath: Paths.executable("prune")).deletingLastPathComponent().path
-        let local = command
-            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
-            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
-            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
-            .replacingOccurrences(of: "/usr/local/bin/", with: built + "/")
+        let local = try cronCommand("prune", in: dir)
         // As cron starts it: none of the file's variables in the environment already (an inherited one would
         // be exported whatever the line does).
         let result = try ProcessRunner.run("/bin/sh", ["-c", "unset DATABASE_URL PRUNE_BATCH_SIZE METRICS_DIR; " + local])
@@ -94,13 +98,8 @@ import TestSupport
         try "DATABASE_URL='\(url)'\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
         let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
         #expect(crontab.contains("KEY='value'"), "the crontab says how to write the env file")
-        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") })
-        // The job stands in for prune: it writes what it was given to its log.
-        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
-            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
-            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
-            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
-            .replacingOccurrences(of: "/usr/local/bin/prune", with: "/usr/bin/printenv DATABASE_URL")
+        // printenv stands in for prune: it writes what it was given to its log.
+        let command = try cronCommand("prune", in: dir, running: "/usr/bin/printenv DATABASE_URL")
         let result = try ProcessRunner.run("/bin/sh", ["-c", "unset DATABASE_URL; " + command])
         let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
         #expect(result.status == 0, "\(command): \(log)")
@@ -114,13 +113,7 @@ import TestSupport
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try "DATABASE_URL='postgresql:///x'\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
-        let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
-        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/prune ") })
-        let command = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
-            .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
-            .replacingOccurrences(of: "/run/lock/", with: dir.path + "/")
-            .replacingOccurrences(of: "/var/log/mentor-push/", with: dir.path + "/")
-            .replacingOccurrences(of: "/usr/local/bin/prune", with: "/usr/bin/printenv DATABASE_URL")
+        let command = try cronCommand("prune", in: dir, running: "/usr/bin/printenv DATABASE_URL")
         let lock = dir.appendingPathComponent("mentor-push-prune.lock").path
         // The previous run holds the lock for 3 s.
         let result = try ProcessRunner.run("/bin/sh", ["-c", "flock \(lock) sleep 3 & sleep 0.5; (\(command)); s=$?; wait; exit $s"])
