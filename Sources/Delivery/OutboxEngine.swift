@@ -4,6 +4,7 @@ import JobKit
 import Logging
 import Postgres
 import Push
+import ScenarioEngine
 import Synchronization
 
 /// The outbox engine: claims due deliveries in batches from `delivery_queue` (`FOR UPDATE SKIP LOCKED`,
@@ -301,11 +302,14 @@ public final class OutboxEngine {
         /// The last moment its push may start: a push may take the whole request timeout, and must not
         /// outlive the claim (measured from before the claim, so never late).
         let startBy: ContinuousClock.Instant
+        /// The recipient's quiet hours (seconds after local midnight, and the zone), read only for a retry or a
+        /// push that is late (see `OutboxEngine.lateAfter`): the jobs deferred the others when they decided.
+        let quietHours: (start: Int, end: Int, zone: String)?
         /// The provider's credential generation it was last sent with (the engine's thread alone sets it).
         var sentWith = 0
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
-             lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant) {
+             lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil) {
             self.deliveryID = deliveryID
             self.attempts = attempts
             self.tokenID = tokenID
@@ -315,6 +319,7 @@ public final class OutboxEngine {
             self.lease = lease
             self.tokenLastSeen = tokenLastSeen
             self.startBy = startBy
+            self.quietHours = quietHours
         }
     }
 
@@ -375,7 +380,20 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical
+                      q.lease_until::text, t.last_seen_at, n.critical,
+                      -- A retry, or a push released or held up past its time, may now fall in the recipient's quiet
+                      -- hours (the jobs deferred the others when they decided): their window, "start end zone".
+                      CASE WHEN NOT n.critical AND (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter)))
+                           THEN (SELECT extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int || ' ' ||
+                                        extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' ||
+                                        coalesce((SELECT z.name FROM time_zone_names z WHERE z.name = u.time_zone),
+                                                 (SELECT z.name FROM organizations o JOIN time_zone_names z ON z.name = o.time_zone
+                                                   WHERE o.id = u.organization_id), 'UTC')
+                                   FROM users u
+                                   LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
+                                   LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
+                                  WHERE u.id = n.user_id)
+                      END
             """, binary: true)
         return try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -388,8 +406,20 @@ public final class OutboxEngine {
                                      badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
                                      presentation: presentations[category]),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
-                lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy)
+                lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
+                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours))
         }
+    }
+
+    /// Seconds past its due time after which a push that has not been tried is late: released in an outage, or
+    /// held up behind a backlog. A late push, like a retry, waits out its recipient's quiet hours.
+    static let lateAfter = 600
+
+    /// "start end zone" as the claim reads a recipient's quiet hours.
+    static func quietHours(_ text: String) -> (start: Int, end: Int, zone: String)? {
+        let parts = text.split(separator: " ", maxSplits: 2)
+        guard parts.count == 3, let start = Int(parts[0]), let end = Int(parts[1]) else { return nil }
+        return (start, end, String(parts[2]))
     }
 
     /// How the phone presents each category (the `notification_categories` rows: channel, sound, thread),
@@ -431,6 +461,12 @@ public final class OutboxEngine {
                 } else if let expiry = claimed.message.expiresAt, expiry <= now {
                     recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
                     report.count(.expired, claimed.target.provider)
+                } else if let quiet = claimed.quietHours,
+                          let end = QuietHours.end(of: (quiet.start, quiet.end), at: now, zone: quiet.zone) {
+                    // A retry or a late push inside its recipient's quiet hours waits for the window to end, as the
+                    // jobs defer a push they decide in it; no attempt counted. (One that expires first expires then.)
+                    recorder.postpone(claimed, until: end)
+                    report.postponed += 1
                 } else {
                     queue.append(claimed)
                 }

@@ -44,6 +44,12 @@ final class OutcomeRecorder {
         hasReleases = true
     }
 
+    /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours).
+    func postpone(_ claimed: OutboxEngine.Claimed, until: Date) {
+        outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
+                                error: nil, messageID: nil, event: nil, status: nil, lease: claimed.lease))
+    }
+
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
         retirements.append((tokenID, reason, since, deliveryID))
     }

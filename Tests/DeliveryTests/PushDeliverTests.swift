@@ -635,6 +635,32 @@ import TestSupport
         #expect(authorizations().count == 1, "the four processes send one provider token")
     }
 
+    /// The jobs defer a push they decide inside the recipient's quiet hours; a retry (or a push released in an
+    /// outage) comes due later on its own, and may then fall in them: it waits for the window to end, with no
+    /// attempt counted. A first push on time goes out (the job already judged it); a critical one always does.
+    @Test func aRetryInsideItsRecipientsQuietHoursWaitsForTheWindowToEnd() throws {
+        try bulkDeliveries(3)
+        try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end)
+            SELECT id, (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time FROM organizations
+            """)
+        let ids: [Int] = try f.connection.query("SELECT id FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        try f.connection.execute("UPDATE deliveries SET attempts = 1 WHERE id = ANY(\(PostgresArray([ids[0], ids[1]]))::bigint[])")
+        try f.connection.execute("UPDATE notifications SET critical = true WHERE id = (SELECT notification_id FROM deliveries WHERE id = \(ids[1]))")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["postponed_for_quiet_hours"] as? Int == 1, "\(result.stdout)")
+        #expect(pushes(.apns).count == 2, "the first push and the critical retry")
+        let retry = try f.connection.query("""
+            SELECT d.state, d.attempts, extract(epoch FROM q.next_attempt_at - now())::int FROM deliveries d
+              JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.id = \(ids[0])
+            """).first
+        let row = try #require(retry, "the retry is still queued")
+        #expect(try row.decode(0, as: String.self) == "pending" && row.decode(1, as: Int.self) == 1, "no attempt counted")
+        #expect((3000...3700).contains(try row.decode(2, as: Int.self)), "due when the window ends, in about an hour")
+    }
+
     @Test func aLongDrainSendsEachDeliveryOnceAsItsQueueIsCompacted() throws {
         // One run claims batch after batch; what was sent leaves its in-memory queue every 4,096 pushes.
         try bulkDeliveries(6000)
