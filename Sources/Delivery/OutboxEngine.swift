@@ -429,7 +429,14 @@ public final class OutboxEngine {
                 quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours))
         }
         if let runID {
-            let highest = claimed.map(\.deliveryID).max() ?? floor
+            // A claim cut short by its limit may have left rows of the run above what it took; one that was not
+            // went through all of them, and every row the run has yet to queue gets a higher id than any there is
+            // now (its batches commit before they are delivered): the floor moves past all of today's ids, so a
+            // claim that took nothing (the pushes deferred for quiet hours, a batch that queued none) does not
+            // read the same rows again next time.
+            let highest = claimed.count < limit
+                ? try connection.query("SELECT coalesce(max(id), 0) FROM deliveries").first!.decode(0, as: Int.self)
+                : claimed.map(\.deliveryID).max() ?? floor
             runFloors.withLock { $0[runID] = max($0[runID] ?? floor, highest) }
         }
         return claimed
@@ -723,7 +730,7 @@ public final class OutboxEngine {
             }
         })
         usable = live
-        if leaseReleased > 0 { logger.notice("the claim on \(leaseReleased) deliveries was running out: released for the next claim") }
+        if leaseReleased > 0 { logger.notice("the claim on \(leaseReleased) deliveries was running out: released, due again at once") }
         report.released += leaseReleased
         if let writer {
             // What is left of this batch is written in turn; a failure shows at the next batch or the end.
