@@ -220,6 +220,31 @@ import TestSupport
         #expect(push.server.requests().filter { $0.provider != .oauth }.count == 3)
     }
 
+    /// event-notify's in-line claim looks only above what its run queued before (the queue in id order from the
+    /// run's floor): a first batch that queued no push (the coordinator has no device), and batches after it,
+    /// still have every push they queue sent, once.
+    @Test func everyBatchsPushesGoOutAfterABatchThatQueuedNone() throws {
+        let push = try PushEnvironment()
+        let without = try f.user(org, "No device", role: "coordinator")
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda)
+        let first = try f.mentor(org, "First", lastActivityDaysAgo: 1, devices: 0)
+        try f.scope(org, coordinator: without, mentor: first)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(first), now())")
+        for i in 0..<2 {
+            let mentor = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 1, devices: 0)
+            try f.scope(org, coordinator: linda, mentor: mentor)
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(mentor), now())")
+        }
+        let result = try once(["--batch-size", "1"], environment: push.variables)
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 2, "\(result.stdout)")
+        #expect(try f.inbox(without).count == 1, "the first batch's notification, with no push")
+        let sent = push.server.requests().filter { $0.provider != .oauth }
+        #expect(sent.count == 2 && sent.allSatisfy { $0.status == 200 })
+        let pending: Int = try f.connection.query("SELECT count(*)::int FROM delivery_queue").first!.decode(0)
+        #expect(pending == 0, "nothing left for push-deliver")
+    }
+
     @Test func theServicesMetricsStopSayingSuccessOnceAProviderStopsIt() throws {
         let push = try PushEnvironment()
         push.server.inject(.invalidProviderToken, count: 100)
