@@ -404,10 +404,7 @@ public final class OutboxEngine {
                       -- hours (the jobs deferred the others when they decided): their window, "start end zone".
                       CASE WHEN NOT n.critical AND (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter)))
                            THEN (SELECT extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int || ' ' ||
-                                        extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' ||
-                                        coalesce((SELECT z.name FROM time_zone_names z WHERE z.name = u.time_zone),
-                                                 (SELECT z.name FROM organizations o JOIN time_zone_names z ON z.name = o.time_zone
-                                                   WHERE o.id = u.organization_id), 'UTC')
+                                        extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' || \(Recipient.knownTimeZone)
                                    FROM users u
                                    LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
                                    LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2
+import TextCoding
 
 /// What a provider's answer means for a delivery. Every answer in the fact sheet maps to one of these.
 public enum PushOutcome: Sendable, Equatable {
@@ -51,16 +52,11 @@ public enum ProviderText {
     /// The most characters kept.
     public static let longest = 500
 
-    /// `text` with control characters (C0, DEL, C1) and the Unicode line and paragraph separators replaced by
-    /// U+FFFD, cut to ``longest`` characters.
+    /// `text` cut to ``longest`` characters, its control characters and line separators made visible and harmless
+    /// (`OutsideText.neutralized`).
     public static func clean(_ text: String) -> String {
-        if text.utf8.count <= longest && text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text } // printable ASCII
-        var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars.prefix(longest) {
-            let control = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
-            scalars.append(control ? "\u{FFFD}" : scalar)
-        }
-        return String(scalars)
+        let cut = text.utf8.count <= longest ? text : String(String.UnicodeScalarView(text.unicodeScalars.prefix(longest)))
+        return OutsideText.neutralized(cut)
     }
 }
 

@@ -22,14 +22,25 @@ public final class APNsProvider: PushProvider {
     public let name = "apns"
     public let tokens: APNsTokenFactory
     public let builder: APNsRequestBuilder
-    /// The provider token in use, and the `authorization` header value made from it.
-    private var authorization: String
-    private var authorizationHeader: String
+    /// The provider token in use, with what requests carry of it.
+    private var inUse: TokenInUse
     public private(set) var credentialGeneration = 0
-    /// A new token goes out on a new connection: APNs counts token updates per connection, and one that opened
-    /// late in the old token's life would see the new within minutes (TooManyProviderTokenUpdates). Made from
-    /// the token itself, so providers with other keys that share a client never share a connection either.
-    private var connectionKey: Int
+
+    private struct TokenInUse {
+        let token: String
+        /// The `authorization` header value.
+        let header: String
+        /// A new token goes out on a new connection: APNs counts token updates per connection, and one that
+        /// opened late in the old token's life would see the new within minutes (TooManyProviderTokenUpdates).
+        /// Made from the token itself, so providers with other keys that share a client never share one either.
+        let connectionKey: Int
+
+        init(_ token: String) {
+            self.token = token
+            header = "bearer " + token
+            connectionKey = token.hashValue
+        }
+    }
 
     /// `tokens`: the process's factory for these credentials, shared by every provider that sends with them;
     /// nil makes one of its own on `clock`.
@@ -38,23 +49,19 @@ public final class APNsProvider: PushProvider {
                 tokens: APNsTokenFactory? = nil) {
         self.tokens = tokens ?? APNsTokenFactory(credentials: credentials, clock: clock)
         builder = APNsRequestBuilder(topic: credentials.topic, productionEndpoint: productionEndpoint, sandboxEndpoint: sandboxEndpoint)
-        authorization = self.tokens.token()
-        authorizationHeader = "bearer " + authorization
-        connectionKey = authorization.hashValue
+        inUse = TokenInUse(self.tokens.token())
     }
 
     public func prepare() throws(PushOutcomeError) {}
 
     public func request(_ message: PushMessage, target: PushTarget, tag: Int) -> HTTPRequest {
         let current = tokens.token()
-        if current != authorization {
-            authorization = current
-            authorizationHeader = "bearer " + current
-            connectionKey = current.hashValue
+        if current != inUse.token {
+            inUse = TokenInUse(current)
             credentialGeneration += 1
         }
-        var request = builder.request(message, target: target, authorizationHeader: authorizationHeader, tag: tag)
-        request.connectionKey = connectionKey
+        var request = builder.request(message, target: target, authorizationHeader: inUse.header, tag: tag)
+        request.connectionKey = inUse.connectionKey
         return request
     }
 
@@ -63,10 +70,8 @@ public final class APNsProvider: PushProvider {
     }
 
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
-        guard let fresh = tokens.refreshAfterExpiry(of: authorization) else { return false }
-        authorization = fresh
-        authorizationHeader = "bearer " + fresh
-        connectionKey = fresh.hashValue
+        guard let fresh = tokens.refreshAfterExpiry(of: inUse.token) else { return false }
+        inUse = TokenInUse(fresh)
         credentialGeneration += 1
         return true
     }

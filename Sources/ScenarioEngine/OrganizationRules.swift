@@ -139,19 +139,20 @@ public enum RuleLoader {
             let id: UUID = try row.decode(0)
             let name: String = try row.decode(1)
             seen.insert(id)
+            let organization = "organization \"\(name)\" (\(id.lowercasedString))"
             do {
                 // Rows written before migration 0009 were not checked: one that cannot be read (a number past
                 // what a Double holds, nesting too deep) passes over this organization, like invalid settings.
                 let json: JSONValue = try row.decode(3)
                 let tree: JSONTree
                 do { tree = try JSONTree(json: json.text) } catch {
-                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(scenario.key) settings cannot be read (\(error)); fix its row in organization_scenario_rules")
+                    throw JobFailure(.config, "\(organization): \(scenario.key) settings cannot be read (\(error)); fix its row in organization_scenario_rules")
                 }
                 guard case .object(let values) = tree else {
-                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(scenario.key) settings are not a JSON object; fix its row in organization_scenario_rules")
+                    throw JobFailure(.config, "\(organization): \(scenario.key) settings are not a JSON object; fix its row in organization_scenario_rules")
                 }
                 if let problem = templates.problems[id] {
-                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): \(problem); fix its row in message_templates")
+                    throw JobFailure(.config, "\(organization): \(problem); fix its row in message_templates")
                 }
                 let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values)
                 let settings = try scenario.settings(reader)
@@ -160,7 +161,7 @@ public enum RuleLoader {
                 let locale: String = try row.decode(4)
                 let zone: String = try row.decode(5)
                 guard LocalClock.isKnown(zone) else {
-                    throw JobFailure(.config, "organization \"\(name)\" (\(id.lowercasedString)): time_zone \(zone.debugDescription) is not a known time zone; fix its row in organizations (an IANA name such as Europe/Oslo)")
+                    throw JobFailure(.config, "\(organization): time_zone \(zone.debugDescription) is not a known time zone; fix its row in organizations (an IANA name such as Europe/Oslo)")
                 }
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,
                                               defaultLocale: locale, timeZone: zone, priority: try row.decode(6),

@@ -28,6 +28,14 @@ public struct Recipient: Sendable {
     /// The category's channels: the organization's (else the category's default), narrowed by the user's.
     public var channels: CategoryChannels
 
+    /// The time zone of the user `u` (a `users` row joined as `u`) as PostgreSQL can use it: theirs if it knows
+    /// it, else their organization's, else UTC.
+    public static let knownTimeZone: Query = """
+        coalesce((SELECT z.name FROM time_zone_names z WHERE z.name = u.time_zone),
+                 (SELECT z.name FROM organizations o JOIN time_zone_names z ON z.name = o.time_zone WHERE o.id = u.organization_id),
+                 'UTC')
+        """
+
     /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
     static func wrap(_ query: Query, category: NotificationCategory, now: Date) -> Query {
         """
@@ -43,10 +51,7 @@ public struct Recipient: Sendable {
                CASE WHEN op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL THEN
                    (SELECT count(*) FROM daily_push_slots s
                      WHERE s.user_id = u.id
-                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE coalesce(
-                               (SELECT z.name FROM time_zone_names z WHERE z.name = u.time_zone),
-                               (SELECT z.name FROM organizations o JOIN time_zone_names z ON z.name = o.time_zone
-                                 WHERE o.id = u.organization_id), 'UTC'))::date)
+                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date)
                END AS recipient_pushes_today,
                coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels
           FROM (\(query)) c

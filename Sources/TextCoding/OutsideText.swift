@@ -12,8 +12,12 @@ public enum OutsideText {
     /// Whether `text` holds any such character. Fast path on bytes: C0 controls, DEL, the C1 controls (UTF-8
     /// lead byte 0xC2 followed by 0x80–0x9F) and the bidirectional controls (lead byte 0xE2).
     private static func hasHidden(_ text: String) -> Bool {
-        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else { return false }
-        return text.unicodeScalars.contains(where: isHidden)
+        mayHoldHidden(text) && text.unicodeScalars.contains(where: isHidden)
+    }
+
+    /// Whether any byte of `text` begins such a character (the line and paragraph separators too: lead byte 0xE2).
+    private static func mayHoldHidden(_ text: String) -> Bool {
+        text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 })
     }
 
     /// For a terminal: each such character shown as `\u{…}`, so the operator sees it is there.
@@ -36,6 +40,18 @@ public enum OutsideText {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars where !bidiControls.contains(scalar.value) {
             out.append(scalar.properties.generalCategory == .control ? " " : scalar)
+        }
+        return String(out)
+    }
+
+    /// For storing and logging: control characters, and the line and paragraph separators (which end a log
+    /// line too), become U+FFFD, so that something still shows where they were. (PostgreSQL text refuses a NUL.)
+    public static func neutralized(_ text: String) -> String {
+        guard mayHoldHidden(text) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let breaking = scalar.properties.generalCategory == .control || scalar.value == 0x2028 || scalar.value == 0x2029
+            out.append(breaking ? "\u{FFFD}" : scalar)
         }
         return String(out)
     }
