@@ -153,10 +153,15 @@ final class ConnectionContext: @unchecked Sendable {
     }
 }
 
-/// Collects one HTTP/2 stream's request, asks the core for the answer and writes it.
-final class StreamHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
+/// Serves one connection's streams from its HTTP/2 frames: collects each stream's request, asks the core for the
+/// answer and writes it. The streams live in a table here, not in a channel each (a child channel per stream
+/// was a third of the fake's CPU per push). Also watches the connection itself: SETTINGS acknowledgements,
+/// which tell the fake which stream limit the client knows, NIOHTTP2's own stream-limit error, which it
+/// raises once the client has acknowledged the limit and opens a stream over it, and the inbound flow-control
+/// windows, which NIOHTTP2 leaves to whoever reads the frames.
+final class StreamsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
 
     /// Header values that differ on every response: not entered in the HPACK table, where each would push
     /// out an entry that might be used again and make every later lookup search past it.
@@ -165,76 +170,179 @@ final class StreamHandler: ChannelInboundHandler {
     /// Bodies beyond this are not kept (APNs allows 5 KB, FCM about 4 KB; the fake still answers).
     private static let maximumKeptBody = 1 << 20
 
-    private let core: FakePushCore
-    private let connection: ConnectionContext
-    private var headers: HPACKHeaders?
-    private var body: ByteBuffer?
-    private var completed = false
-    /// Counted among the connection's open streams (until the stream closes).
-    private var admitted = false
-
-    init(core: FakePushCore, connection: ConnectionContext) {
-        self.core = core
-        self.connection = connection
+    /// One stream's request as it arrives.
+    private struct Stream {
+        var headers: HPACKHeaders?
+        var body: ByteBuffer?
+        /// Answered, refused or past reading: later frames are ignored.
+        var completed = false
+        /// Counted among the connection's open streams (until the stream closes).
+        var admitted = false
+        /// Flow-controlled bytes received since the stream's window was last topped up.
+        var unreturnedBytes = 0
     }
 
-    /// The stream exists now: it is admitted, refused, or ends the connection (see ``ConnectionContext/admitStream()``).
+    private let core: FakePushCore
+    private let connection: ConnectionContext
+    private let connectionWindow: Int
+    private let streamWindow: Int
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    /// Flow-controlled bytes received since the connection's window was last topped up.
+    private var unreturnedConnectionBytes = 0
+    /// Responses written in this read that still need a flush.
+    private var flushPending = false
+    /// Inside a read (from its first frame to its end).
+    private var reading = false
+    /// Admitted streams that closed during this read: they count as open until the read is complete, as on a
+    /// real server, which reads the frames that arrived together before its answers leave.
+    private var closedDuringRead = 0
+
+    /// `connectionWindow` and `streamWindow`: the inbound windows kept open (the stream's is the
+    /// advertised `SETTINGS_INITIAL_WINDOW_SIZE`; the connection's starts at 65,535 and is raised here).
+    init(core: FakePushCore, connection: ConnectionContext, connectionWindow: Int, streamWindow: Int) {
+        self.core = core
+        self.connection = connection
+        self.connectionWindow = connectionWindow
+        self.streamWindow = streamWindow
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { openConnectionWindow(context: context) }
+    }
+
     func channelActive(context: ChannelHandlerContext) {
-        switch connection.admitStream() {
-        case .admit:
-            admitted = true
-        case .refuse:
-            completed = true
-            context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
-        case .goAway:
-            completed = true
-            connection.streamLimitViolated()
-        }
+        openConnectionWindow(context: context)
         context.fireChannelActive()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        if admitted {
-            admitted = false
-            connection.streamClosed()
+    private var connectionWindowOpened = false
+    private func openConnectionWindow(context: ChannelHandlerContext) {
+        guard !connectionWindowOpened else { return }
+        connectionWindowOpened = true
+        let increment = connectionWindow - 65_535
+        if increment > 0 {
+            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
         }
-        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !completed else { return }
-        switch unwrapInboundIn(data) {
-        case .headers(let frame):
-            if headers == nil {
-                headers = frame.headers  // a second HEADERS block is trailers: ignored
-                if connection.firstProvider == nil, let path = frame.headers.first(name: ":path") {
-                    let provider = FakePushCore.route(path)
-                    if provider != .unknown { connection.firstProvider = provider }
+        reading = true
+        let frame = unwrapInboundIn(data)
+        if frame.streamID == .rootStream {
+            if case .settings(.ack) = frame.payload { connection.settingsAcknowledged() }
+            return
+        }
+        switch frame.payload {
+        case .headers(let headers):
+            if var stream = streams[frame.streamID] {
+                guard !stream.completed else { return }
+                // A second HEADERS block is trailers: ignored.
+                if headers.endStream {
+                    stream.completed = true
+                    streams[frame.streamID] = stream
+                    complete(stream, streamID: frame.streamID, context: context)
+                }
+                return
+            }
+            var stream = Stream()
+            // The stream exists now: it is admitted, refused, or ends the connection (see ``ConnectionContext/admitStream()``).
+            switch connection.admitStream() {
+            case .admit:
+                stream.admitted = true
+            case .refuse:
+                stream.completed = true
+                streams[frame.streamID] = stream
+                write(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream)), context: context)
+                return
+            case .goAway:
+                stream.completed = true
+                streams[frame.streamID] = stream
+                connection.streamLimitViolated()
+                return
+            }
+            stream.headers = headers.headers
+            if connection.firstProvider == nil, let path = headers.headers.first(name: ":path") {
+                let provider = FakePushCore.route(path)
+                if provider != .unknown { connection.firstProvider = provider }
+            }
+            stream.completed = headers.endStream
+            streams[frame.streamID] = stream
+            if headers.endStream { complete(stream, streamID: frame.streamID, context: context) }
+        case .data(let payload):
+            let length = payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
+            returnConnectionWindow(length, context: context)
+            guard var stream = streams[frame.streamID], !stream.completed else { return }
+            if case .byteBuffer(var chunk) = payload.data {
+                if stream.body == nil {
+                    stream.body = chunk
+                } else if stream.body!.readableBytes < Self.maximumKeptBody {
+                    stream.body!.writeBuffer(&chunk)
                 }
             }
-            if frame.endStream { complete(context: context) }
-        case .data(let frame):
-            if case .byteBuffer(var chunk) = frame.data {
-                if body == nil {
-                    body = chunk
-                } else if body!.readableBytes < Self.maximumKeptBody {
-                    body!.writeBuffer(&chunk)
-                }
+            if payload.endStream {
+                stream.completed = true
+                streams[frame.streamID] = stream
+                complete(stream, streamID: frame.streamID, context: context)
+                return
             }
-            if frame.endStream { complete(context: context) }
+            stream.unreturnedBytes += length
+            if stream.unreturnedBytes >= streamWindow / 2 {
+                write(HTTP2Frame(streamID: frame.streamID, payload: .windowUpdate(windowSizeIncrement: stream.unreturnedBytes)), context: context)
+                stream.unreturnedBytes = 0
+            }
+            streams[frame.streamID] = stream
         default:
             break
         }
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        context.close(promise: nil)
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        while closedDuringRead > 0 {
+            closedDuringRead -= 1
+            connection.streamClosed()
+        }
+        if flushPending {
+            flushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
     }
 
-    private func complete(context: ChannelHandlerContext) {
-        completed = true
-        guard let headers else { context.close(promise: nil); return }
-        let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) } ?? 0
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent, let stream = streams.removeValue(forKey: closed.streamID), stream.admitted {
+            if reading { closedDuringRead += 1 } else { connection.streamClosed() }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // NIOHTTP2 has already sent GOAWAY(PROTOCOL_ERROR) without a reason and keeps the connection open; APNs
+        // names the reason and hangs up. Stream errors it has answered with RST_STREAM itself.
+        if error is NIOHTTP2Errors.MaxStreamsViolation { connection.streamLimitViolated() }
+        context.fireErrorCaught(error)
+    }
+
+    /// Hands the connection's window back once half of it has been used.
+    private func returnConnectionWindow(_ length: Int, context: ChannelHandlerContext) {
+        unreturnedConnectionBytes += length
+        if unreturnedConnectionBytes >= connectionWindow / 2 {
+            write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unreturnedConnectionBytes)), context: context)
+            unreturnedConnectionBytes = 0
+        }
+    }
+
+    /// Writes `frame`; the flush comes when the read that caused it is complete.
+    private func write(_ frame: HTTP2Frame, context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(frame), promise: nil)
+        flushPending = true
+    }
+
+    private func complete(_ stream: Stream, streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let headers = stream.headers else {
+            write(HTTP2Frame(streamID: streamID, payload: .rstStream(.protocolError)), context: context)
+            return
+        }
         var rawPath = "", method = ""
         for (name, value, _) in headers {
             if name == ":path" { rawPath = value } else if name == ":method" { method = value }
@@ -245,8 +353,8 @@ final class StreamHandler: ChannelInboundHandler {
             path: path,
             rawPath: rawPath,
             headers: headers,
-            body: body ?? context.channel.allocator.buffer(capacity: 0),
-            streamID: streamID,
+            body: stream.body ?? context.channel.allocator.buffer(capacity: 0),
+            streamID: Int(streamID),
             connection: connection,
             receivedAt: core.configuration.now())
 
@@ -256,22 +364,21 @@ final class StreamHandler: ChannelInboundHandler {
         case .goAway(let debugData):
             connection.goAway(lastStreamID: connection.highestAnsweredStreamID, debugData: debugData)
         case .respond(let response, let delay, let afterwards):
-            let connection = self.connection
-            let finish = {
-                self.write(response, streamID: streamID, context: context)
-                if case .goAway(let debugData) = afterwards {
-                    connection.goAway(lastStreamID: streamID, debugData: debugData)
-                }
-            }
             if let delay {
-                context.eventLoop.assumeIsolated().scheduleTask(in: delay, finish)
+                context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+                    // The client may have reset the stream, or the connection closed, while the answer waited.
+                    guard self.streams[streamID] != nil else { return }
+                    self.respond(response, streamID: streamID, afterwards: afterwards, context: context)
+                    context.flush()
+                    self.flushPending = false
+                }
             } else {
-                finish()
+                respond(response, streamID: streamID, afterwards: afterwards, context: context)
             }
         }
     }
 
-    private func write(_ response: FakeResponse, streamID: Int, context: ChannelHandlerContext) {
+    private func respond(_ response: FakeResponse, streamID: HTTP2StreamID, afterwards: AfterResponse, context: ChannelHandlerContext) {
         var headers = HPACKHeaders()
         headers.reserveCapacity(response.headers.count + 1)
         headers.add(name: ":status", value: String(response.status))
@@ -279,37 +386,18 @@ final class StreamHandler: ChannelInboundHandler {
             headers.add(name: name, value: value, indexing: Self.newOnEveryResponse.contains(name) ? .nonIndexable : .indexable)
         }
         if response.body.isEmpty {
-            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+            write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true))), context: context)
         } else {
-            context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+            write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers))), context: context)
             let buffer = context.channel.allocator.buffer(string: response.body)
-            context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+            write(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))), context: context)
         }
-        if streamID > connection.highestAnsweredStreamID { connection.highestAnsweredStreamID = streamID }
-    }
-}
-
-/// Watches the connection itself (behind the HTTP/2 handler): SETTINGS acknowledgements, which tell the fake
-/// which stream limit the client knows, and NIOHTTP2's own stream-limit error, which it raises once the client
-/// has acknowledged the limit and opens a stream over it.
-final class StreamLimitHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-
-    private let connection: ConnectionContext
-
-    init(connection: ConnectionContext) {
-        self.connection = connection
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .settings(.ack) = unwrapInboundIn(data).payload { connection.settingsAcknowledged() }
-        context.fireChannelRead(data)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // NIOHTTP2 has already sent GOAWAY(PROTOCOL_ERROR) without a reason and keeps the connection open; APNs
-        // names the reason and hangs up.
-        if error is NIOHTTP2Errors.MaxStreamsViolation { connection.streamLimitViolated() }
-        context.fireErrorCaught(error)
+        let id = Int(streamID)
+        if id > connection.highestAnsweredStreamID { connection.highestAnsweredStreamID = id }
+        if case .goAway(let debugData) = afterwards {
+            context.flush()
+            flushPending = false
+            connection.goAway(lastStreamID: id, debugData: debugData)
+        }
     }
 }

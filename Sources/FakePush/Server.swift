@@ -75,17 +75,13 @@ public final class FakePushServer: Sendable {
                     h2ChannelConfigurator: { channel in
                         channel.eventLoop.makeCompletedFuture {
                             let connection = ConnectionContext(id: core.nextConnectionID(), channel: channel, core: core)
-                            _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                                mode: .server,
-                                connectionConfiguration: connectionConfiguration,
-                                streamConfiguration: streamConfiguration
-                            ) { stream in
-                                stream.eventLoop.makeCompletedFuture {
-                                    try stream.pipeline.syncOperations.addHandler(
-                                        StreamHandler(core: core, connection: connection))
-                                }
-                            }
-                            try channel.pipeline.syncOperations.addHandler(StreamLimitHandler(connection: connection))
+                            try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(
+                                mode: .server, connectionConfiguration: connectionConfiguration,
+                                streamConfiguration: streamConfiguration))
+                            try channel.pipeline.syncOperations.addHandler(StreamsHandler(
+                                core: core, connection: connection,
+                                connectionWindow: connectionConfiguration.targetWindowSize,
+                                streamWindow: streamConfiguration.targetWindowSize))
                         }
                     },
                     // ALPN chose http/1.1 or nothing: APNs refuses such clients at the connection stage.
