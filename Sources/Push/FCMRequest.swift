@@ -56,9 +56,9 @@ public struct FCMRequestBuilder: Sendable {
         if let expiresAt = message.expiresAt {
             android.add("ttl", String(min(2_419_200, max(0, Int(expiresAt.timeIntervalSince(now))))) + "s")
         }
-        // The tag makes the device show one notification per inbox row (a resend replaces it); the
-        // collapse key keeps only the newest of a category while the device is offline.
-        android.add("collapse_key", message.category)
+        // The tag makes the device show one notification per inbox row (a resend replaces it). No collapse
+        // key: FCM keeps at most four per device while it is offline and drops the others' messages, so
+        // each push is kept (up to 100 per device) until its TTL.
         android.add("notification", json: androidNotification.json)
         var body = JSONWriter()
         body.add("token", token)

@@ -55,6 +55,24 @@ import Testing
         #expect((android["notification"] as? [String: Any])?["notification_count"] as? Int == 3)
     }
 
+    @Test func fcmKeepsEveryCategoryForAnOfflinePhone() throws {
+        // FCM keeps at most 4 collapse keys per device while it is offline and drops the rest with no rule
+        // (fact sheet §2.3): a key per category (9 of them) lost whole categories overnight. No key: each
+        // push is kept (up to 100) until its TTL, and the tag still makes a resend replace its notification.
+        let builder = FCMRequestBuilder(projectID: "demo")
+        var keys: Set<String> = []
+        for category in ["inactivity", "assignment_follow_up", "new_assignment", "overdue_digest", "availability_change",
+                         "activity_reminder", "milestone", "honorarium", "impact_summary"] {
+            let m = PushMessage(notificationID: UUID(), category: category, title: "T", body: "B", data: [], badge: 1, expiresAt: nil)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(builder.body(m, token: "tok", now: Date()).utf8)) as? [String: Any])
+            let android = try #require((json["message"] as? [String: Any])?["android"] as? [String: Any])
+            if let key = (android["collapse_key"] ?? android["collapseKey"]) as? String { keys.insert(key) }
+            #expect((android["notification"] as? [String: Any])?["tag"] as? String == m.collapseID)
+        }
+        #expect(keys.count <= 4, "collapse keys in use: \(keys.sorted())")
+        #expect(keys.isEmpty)
+    }
+
     @Test func apnsHeadersCarryTopicTypePriorityExpiryAndCollapseID() throws {
         let builder = APNsRequestBuilder(topic: "no.likeperson.app", productionEndpoint: "https://prod.example", sandboxEndpoint: "https://sandbox.example")
         var m = message(body: "x")
