@@ -109,6 +109,34 @@ import TestSupport
         #expect(try cancelledBecause(kari) == "the user was deactivated before the push went out")
     }
 
+    @Test func aDeviceTokenThatMovesToAnotherUserTakesNoneOfTheFirstUsersPushes() throws {
+        // Somebody else signs in on Kari's phone: the app moves the token row to them (UNIQUE (provider,
+        // token) leaves it no other way). Kari's waiting push to that phone must not reach them; the one to
+        // her other phone still goes, and her inbox keeps the row (migration 0025).
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 2)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states(of: kari) == ["pending", "pending"])
+        let otherOrganization = try f.organization("Other")
+        let stranger = try f.mentor(otherOrganization, "Stranger", lastActivityDaysAgo: 1, devices: 0)
+        let phone: Int = try f.connection.query("SELECT min(id) FROM device_tokens WHERE user_id = \(kari)").first!.decode(0)
+        try f.connection.execute("UPDATE device_tokens SET last_seen_at = now() WHERE id = \(phone)")
+        #expect(try states(of: kari) == ["pending", "pending"], "an update that does not move the token cancels nothing")
+        try f.connection.execute("UPDATE device_tokens SET user_id = \(stranger), last_seen_at = now() WHERE id = \(phone)")
+        let byToken = try f.connection.query("""
+            SELECT d.device_token_id = \(phone), d.state, d.last_error FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+             WHERE n.user_id = \(kari) ORDER BY 1 DESC
+            """).map { (try $0.decode(0, as: Bool.self), try $0.decode(1, as: String.self), try $0.decode(2, as: String?.self)) }
+        #expect(byToken.map(\.0) == [true, false])
+        #expect(byToken[0].1 == "cancelled" && byToken[0].2 == "the device token moved to another user")
+        #expect(byToken[1].1 == "pending", "her other phone still gets it")
+        #expect(try f.inbox(kari).count == 1, "still in her inbox")
+        let queued: Int = try f.connection.query("""
+            SELECT count(*) FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE d.device_token_id = \(phone)
+            """).first!.decode(0)
+        #expect(queued == 0)
+    }
+
     @Test func aPushAlreadySentIsLeftAsItIs() throws {
         let kari = try remindedWithAPushWaiting()
         try f.connection.execute("""
