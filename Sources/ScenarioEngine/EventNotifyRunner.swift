@@ -100,9 +100,9 @@ public struct EventNotifyRunner {
                         drainHealthy = false
                     }
                     if summary.invalidOrganizations > invalidBefore {
-                        // Their events went without a decision (see the log): a configuration problem to show, as
-                        // the scheduled jobs show it (78), in the exit code and the metrics.
-                        run.degrade(.config, "events of organizations with invalid settings were passed over (see the log)")
+                        // Their events were set aside with the reason (see the log): a configuration problem to show,
+                        // as the scheduled jobs show it (78), in the exit code and the metrics.
+                        run.degrade(.config, "events of organizations with invalid settings were set aside with the error (see the log and events.error)")
                         drainHealthy = false
                     }
                     if summary.unknownTimeZones > unknownZonesBefore {
@@ -175,7 +175,8 @@ public struct EventNotifyRunner {
         while !StopRequest.shared.isRequested {
             let count = try connection.execute("""
                 DELETE FROM events WHERE id IN (
-                    SELECT id FROM events WHERE processed_at < now() - make_interval(days => \(settings.retentionDays)) LIMIT 10000)
+                    SELECT id FROM events WHERE processed_at < now() - make_interval(days => \(settings.retentionDays)) AND error IS NULL
+                     LIMIT 10000)
                 """)
             deleted += count
             if count < 10_000 { break }

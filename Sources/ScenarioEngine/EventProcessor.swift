@@ -144,8 +144,25 @@ extension EventScenario {
         let organizations = try events.organizations(kinds: eventKinds, on: connection)
         if organizations.isEmpty { return }
         let (rules, invalid) = try RuleLoader.load(self, only: organizations, from: connection)
-        for failure in invalid { logger.error("\(failure.message) (its events are marked processed without a decision)") }
         summary.invalidOrganizations += invalid.count
+        if let runID, printer == nil, !invalid.isEmpty {
+            // Their events are set aside with the reason (events.error), like an unreadable event: once the rule
+            // is fixed, handing them back (processed_at and error to NULL) decides them as if they were new.
+            let passedOver = Set(organizations).subtracting(rules.map(\.organizationID))
+            for organization in passedOver {
+                let reason = invalid.first { $0.message.contains(organization.lowercasedString) }?.message
+                    ?? "the organization's rules for \(key) are invalid"
+                try connection.execute("""
+                    UPDATE events e SET error = \(reason), job_run_id = \(runID)
+                      FROM users u
+                     WHERE u.id = e.mentor_id AND u.organization_id = \(organization) AND \(events.condition)
+                       AND e.kind = ANY(\(PostgresArray(eventKinds))::text[]) AND e.error IS NULL
+                    """)
+            }
+        }
+        for failure in invalid {
+            logger.error("\(failure.message) (\(printer == nil ? "its events are set aside with the error in events.error, to hand back once it is fixed" : "its events would be set aside"))")
+        }
         let query = Recipient.wrap(candidateQuery(rules: rules, events: events, now: now), category: category, now: now)
         // Decide while the rows stream in; record after, on the same connection (it is busy while streaming).
         var decided: [(Recipient, String?, Decision, String)] = []
