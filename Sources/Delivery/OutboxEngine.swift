@@ -708,6 +708,16 @@ public final class OutboxEngine {
                 }
                 recorder.release(claimed)
                 report.held += 1
+            case .environmentRefused(let reason):
+                // Our setup for this APNs environment (a key restricted to the other one): only its pushes stop
+                // for the run (78), the other environment's go on; the push waits, no attempt counted.
+                let key = OutboxEngine.suspectKey(claimed.target)
+                if isSending(key, live: live) {
+                    report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? "\(key): \(reason)"
+                    stopEndpoint(key, reason: reason, live: &live)
+                }
+                recorder.release(claimed)
+                report.held += 1
             case .reauthenticate:
                 break // handled above
             }

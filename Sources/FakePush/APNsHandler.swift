@@ -93,6 +93,9 @@ extension FakePushCore {
             }
         }
         let issuedAt = verified.issuedAt
+        if !apnsKeysForTheOtherEnvironment.isEmpty && apnsKeysForTheOtherEnvironment.contains(verified.keyID) {
+            return fail(403, "BadEnvironmentKeyInToken", issuedAt: issuedAt)
+        }
         if now.timeIntervalSince1970 - Double(issuedAt) > configuration.providerTokenLifetime {
             return fail(403, "ExpiredProviderToken", issuedAt: issuedAt)
         }

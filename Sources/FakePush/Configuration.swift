@@ -9,12 +9,22 @@ public struct APNsKey: Sendable, Hashable {
     public var teamID: String
     /// The P-256 public key as PEM (`-----BEGIN PUBLIC KEY-----`).
     public var publicKeyPEM: String
+    /// The one environment the key may push to (Apple lets a key be restricted to one), nil for both. Used
+    /// against the other (``FakePushServer/Configuration/apnsDevelopment`` says which this server is), its
+    /// tokens are answered `403 BadEnvironmentKeyInToken`.
+    public var environment: Environment?
+
+    /// An APNs environment.
+    public enum Environment: Sendable, Hashable {
+        case production, development
+    }
 
     /// Creates a key entry.
-    public init(keyID: String, teamID: String, publicKeyPEM: String) {
+    public init(keyID: String, teamID: String, publicKeyPEM: String, environment: Environment? = nil) {
         self.keyID = keyID
         self.teamID = teamID
         self.publicKeyPEM = publicKeyPEM
+        self.environment = environment
     }
 }
 

@@ -63,6 +63,8 @@ enum AfterResponse {
 final class FakePushCore: Sendable {
     let configuration: FakePushServer.Configuration
     let apnsVerifier: APNsTokenVerifier
+    /// The key ids that may not push to this server's environment (restricted to the other one).
+    let apnsKeysForTheOtherEnvironment: Set<String>
     let serviceAccountVerifier: ServiceAccountVerifier
     /// `"<baseURL>/token"`, known once the port is bound.
     let tokenURL = Locked<String>("")
@@ -85,6 +87,8 @@ final class FakePushCore: Sendable {
     init(configuration: FakePushServer.Configuration) throws {
         self.configuration = configuration
         self.apnsVerifier = try APNsTokenVerifier(keys: configuration.apnsKeys)
+        let environment: APNsKey.Environment = configuration.apnsDevelopment ? .development : .production
+        self.apnsKeysForTheOtherEnvironment = Set(configuration.apnsKeys.filter { $0.environment.map { $0 != environment } ?? false }.map(\.keyID))
         self.serviceAccountVerifier = try ServiceAccountVerifier(publicKeyPEM: configuration.serviceAccountPublicKeyPEM)
     }
 

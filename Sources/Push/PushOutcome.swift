@@ -19,13 +19,16 @@ public enum PushOutcome: Sendable, Equatable {
     /// No connection to the provider (name lookup, refused, TLS): the push never left, so it is no
     /// reason to give up on the delivery. Stop sending to this provider for the run; burn no attempts.
     case unreachable(reason: String)
+    /// Our setup for one APNs environment is wrong (a key restricted to the other one): that environment's
+    /// pushes stop for the run, the other's go on; no attempt counted.
+    case environmentRefused(reason: String)
 
     /// What a person reads: the reason, or the message id.
     public var reason: String {
         switch self {
         case .delivered(let messageID): "delivered as \(messageID)"
         case .retry(_, let reason), .tokenDead(let reason, _), .rejected(let reason), .reauthenticate(let reason),
-             .credentialsBroken(let reason), .unreachable(let reason): reason
+             .credentialsBroken(let reason), .unreachable(let reason), .environmentRefused(let reason): reason
         }
     }
 }
@@ -41,6 +44,7 @@ extension PushOutcome {
         case .reauthenticate(let reason): .reauthenticate(reason: ProviderText.clean(reason))
         case .credentialsBroken(let reason): .credentialsBroken(reason: ProviderText.clean(reason))
         case .unreachable(let reason): .unreachable(reason: ProviderText.clean(reason))
+        case .environmentRefused(let reason): .environmentRefused(reason: ProviderText.clean(reason))
         }
     }
 }
@@ -103,6 +107,8 @@ public enum APNsOutcome {
             return .credentialsBroken(reason: "\(reason) (check APNS_KEY_FILE, APNS_KEY_ID and APNS_TEAM_ID: the key, its id and the team must match a key of the app's team)")
         case (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"):
             return .credentialsBroken(reason: "\(reason) (check APNS_TOPIC: the app's bundle id, and that the key may push to it)")
+        case (403, "BadEnvironmentKeyInToken"), (403, "BadEnvironmentKeyIdInToken"):
+            return .environmentRefused(reason: "\(reason) (check APNS_KEY_FILE and APNS_KEY_ID: the key may be restricted to the other environment, or the token registered with the wrong one)")
         case (403, _), (429, "TooManyProviderTokenUpdates"):
             return .credentialsBroken(reason: "\(reason) (check the APNs settings: APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC)")
         case (404, "BadPath"), (405, "MethodNotAllowed"):

@@ -247,6 +247,36 @@ import TestSupport
         #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
     }
 
+    /// A key restricted to production (Apple allows it) meets a developer's sandbox token: the sandbox answers
+    /// 403 BadEnvironmentKeyInToken. Only the sandbox pushes stop (78); production's go on, run after run.
+    /// Before, the answer stopped APNs altogether, and the sandbox row, first due, did it again every run.
+    @Test func aKeyForTheOtherEnvironmentStopsOnlyThatEnvironmentsPushes() throws {
+        var configuration = push.server.configuration
+        configuration.apnsDevelopment = true
+        configuration.apnsKeys = configuration.apnsKeys.map { var key = $0; key.environment = .production; return key }
+        let sandboxServer = try FakePushServer(configuration: configuration)
+        try sandboxServer.start()
+        defer { sandboxServer.stop() }
+        let org = try f.organization("Dev")
+        let developer = try f.mentor(org, "Developer", lastActivityDaysAgo: 20, devices: 0)
+        let sandbox = try f.device(developer, provider: "apns", environment: "sandbox")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        _ = try pendingNotifications((0..<10).map { ("Mentor \($0)", 1) })
+        try f.makeDue(where: "d.device_token_id = \(sandbox.id)", secondsAgo: 60)
+        var environment = push.variables
+        environment["APNS_SANDBOX_ENDPOINT"] = sandboxServer.baseURL
+        environment["PUSH_CONCURRENCY"] = "1" // the sandbox push first
+        for run in 1...2 {
+            let result = try Jobs.pushDeliver(db, environment: environment)
+            #expect(result.status == 78, "run \(run): \(result.stderr)")
+            #expect(result.stderr.contains("apns/sandbox") && result.stderr.contains("BadEnvironmentKeyInToken"), "\(result.stderr)")
+            #expect(try states() == ["sent": 10, "pending": 1], "run \(run)")
+            #expect(try delivery(token: sandbox.token).attempts == 0, "no attempt counted")
+        }
+        #expect(sandboxServer.requests().count == 2, "one sandbox push tried per run")
+        #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
+    }
+
     @Test func aTokenReRegisteredAfterThe410TimestampIsKept() throws {
         let org = try f.organization("Org")
         let user = try f.mentor(org, "Back again", lastActivityDaysAgo: 20, devices: 0)

@@ -22,6 +22,7 @@ import Testing
         case .reauthenticate: return "reauthenticate"
         case .credentialsBroken: return "credentialsBroken"
         case .unreachable: return "unreachable"
+        case .environmentRefused: return "environmentRefused"
         }
     }
 
@@ -47,7 +48,8 @@ import Testing
         (403, #"{"reason":"InvalidProviderToken"}"#, "credentialsBroken"),
         (403, #"{"reason":"MissingProviderToken"}"#, "credentialsBroken"),
         (403, #"{"reason":"Forbidden"}"#, "credentialsBroken"),
-        (403, #"{"reason":"BadEnvironmentKeyInToken"}"#, "credentialsBroken"),
+        (403, #"{"reason":"BadEnvironmentKeyInToken"}"#, "environmentRefused"),
+        (403, #"{"reason":"BadEnvironmentKeyIdInToken"}"#, "environmentRefused"),
         (404, #"{"reason":"BadPath"}"#, "credentialsBroken"),
         (405, #"{"reason":"MethodNotAllowed"}"#, "credentialsBroken"),
         (413, #"{"reason":"PayloadTooLarge"}"#, "rejected"),
