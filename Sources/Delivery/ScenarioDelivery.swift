@@ -18,8 +18,14 @@ public final class ScenarioDelivery: JobDelivery {
     /// and its summary and metrics count them all.
     private var total = DeliveryReport()
 
-    public init(options: DeliveryOptions) {
+    /// Pushes what a job recorded even once asked to stop (event-notify: a committed batch's pushes go out,
+    /// as promised, instead of waiting for push-deliver). A scheduled job's run may have queued far more, and
+    /// leaves them to push-deliver when stopped.
+    let finishesOnStop: Bool
+
+    public init(options: DeliveryOptions, finishesOnStop: Bool = false) {
         self.options = options
+        self.finishesOnStop = finishesOnStop
     }
 
     public func prepare() throws {
@@ -37,6 +43,7 @@ public final class ScenarioDelivery: JobDelivery {
         } else {
             settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: logger))
             engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
+            if finishesOnStop { engine.stop = .never }
             self.engine = (ObjectIdentifier(connection), engine)
         }
         let report = try engine.run(scope: .jobRun(runID))

@@ -12,6 +12,9 @@ import Glibc
 /// its own transaction and every claim a lease).
 public final class StopRequest: @unchecked Sendable {
     public static let shared = StopRequest()
+    /// Never requested (it listens for no signal): for work that finishes once begun, such as the pushes of
+    /// a batch event-notify has committed. A second signal still ends the process at once.
+    public static let never = StopRequest()
 
     private let received = Atomic<Int32>(0)
     private let lock = NSLock()

@@ -59,7 +59,7 @@ public struct EventNotifyCommand: ParsableCommand {
             settings.retentionDays = command.retentionDays
             let processor = EventProcessor(scenarios, batchSize: command.batchSize)
             let runner = EventNotifyRunner(processor, options: command.options, settings: settings,
-                                           delivery: ScenarioDelivery(options: command.delivery))
+                                           delivery: ScenarioDelivery(options: command.delivery, finishesOnStop: true))
             Foundation.exit(runner.runAsJob().rawValue)
         } catch {
             exit(withError: error)

@@ -202,6 +202,30 @@ import TestSupport
         #expect(result.summary?["outcome"] as? String == "stopped")
     }
 
+    /// SIGTERM while a committed batch's pushes go out: they all go out (the README's promise, and the app's
+    /// 30 s), the service then ends by the signal. Before, the pushes not yet started were left to push-deliver.
+    @Test func aBatchCommittedBeforeSIGTERMIsPushedWhole() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let coordinators = [try coordinator("Linda", of: kari), try coordinator("Per", of: kari)]
+        push.server.inject(.slow(seconds: 1.5), count: 1, provider: .apns)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1" // one push at a time: the second starts after the signal
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
+                                              environment: environment)
+        defer { kill(running.pid, SIGKILL) }
+        usleep(700_000) // listening
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let deadline = Date().addingTimeInterval(10)
+        while push.server.receivedCount == 0 && Date() < deadline { usleep(10_000) }
+        #expect(push.server.receivedCount == 1, "the first push is on the wire")
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.signal == SIGTERM, "\(result.stderr)")
+        for coordinator in coordinators { #expect(try f.deliveryStates(coordinator) == ["sent"], "\(result.stderr)") }
+        #expect(push.server.requests().filter { $0.provider == .apns }.count == 2)
+    }
+
     /// The service's metrics say "last success: now" every 15 s only while its pushes go through: once a
     /// provider stops it (APNs refuses our key: 78), they say so at once and the success stops advancing,
     /// so the README's alert fires.
