@@ -26,6 +26,22 @@ import TestSupport
         #expect(timer.contains("Unit=mentor-push@overdue-digest.service"))
     }
 
+    /// "For a provider you do not use, drop its two lines": each provider's key is one LoadCredential= line and
+    /// one Environment= line that names only it, so dropping both leaves the other provider whole (a shared
+    /// Environment= line named both, and a host with one provider then exited 78 on every run).
+    @Test func eachProvidersKeyIsTwoLinesOfItsOwn() throws {
+        for unit in ["jobs/mentor-push@.service", "jobs/mentor-push-event-notify.service"] {
+            let lines = try String(contentsOf: Paths.root.appendingPathComponent(unit), encoding: .utf8)
+                .split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") }
+            for (provider, variable) in [("apns.p8", "APNS_KEY_FILE"), ("fcm.json", "FCM_SERVICE_ACCOUNT_FILE")] {
+                let own = lines.filter { $0.contains(provider) || $0.contains(variable) }
+                #expect(own.count == 2, "\(unit): \(own)")
+                #expect(own.contains { $0.hasPrefix("LoadCredential=\(provider):") }, "\(unit)")
+                #expect(own.contains("Environment=\(variable)=%d/\(provider)"), "\(unit): \(own)")
+            }
+        }
+    }
+
     /// What operators install passes systemd's own checks: `systemd-analyze verify` (syntax, known keys,
     /// the executable exists) and `systemd-analyze security` at an exposure of 2.0 or less, for the
     /// template as every job's instance, every timer, and event-notify's service.
