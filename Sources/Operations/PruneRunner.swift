@@ -126,9 +126,9 @@ struct Pruner {
 
     mutating func run() throws {
         // Counted as each batch commits, so a run that fails part way reports what it did delete.
-        try simple("decisions", alias: "dc", key: "bigint", rules.decision, counted: \.decisions)
+        try simple("decisions", alias: "dc", key: "bigint", rules.decision, byAge: true, counted: \.decisions)
         try notifications()
-        try simple("delivery_events", alias: "e", key: "bigint", rules.event, retention: true, counted: \.deliveryEvents)
+        try simple("delivery_events", alias: "e", key: "bigint", rules.event, byAge: true, retention: true, counted: \.deliveryEvents)
         try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
         try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
     }
@@ -137,17 +137,27 @@ struct Pruner {
 
     /// Deletes the rows of `table` matching `condition`, a batch per transaction. `retention` marks the
     /// transaction as retention, the one way delivery_events lets a DELETE through.
-    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, retention: Bool = false,
-                         counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
+    ///
+    /// `byAge`: the condition is an age cutoff on a time the rows are written with, so their ids grow with it.
+    /// The batches then stop below the first row past the cutoff, found once by primary key: the last batch
+    /// read every younger row looking for more (no index on the time), 180 days of delivery events in one
+    /// statement, which at scale ran into the statement timeout every night and skipped the rules after it.
+    /// A row written out of order above that id waits for the next run.
+    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, byAge: Bool = false,
+                         retention: Bool = false, counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
         var deleted = 0
         var after: String? = nil
+        let below: String? = byAge ? try connection.query("""
+            SELECT min(\(sql: alias).id)::text FROM \(sql: table) \(sql: alias) WHERE NOT (\(condition))
+            """).first!.decode(0) : nil
         while !stopped {
             let row = try connection.transaction { () -> Row in
                 if retention { try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)") }
                 return try connection.query("""
                     WITH batch AS (
                         SELECT \(sql: alias).id FROM \(sql: table) \(sql: alias)
-                         WHERE (\(after)::\(sql: key) IS NULL OR \(sql: alias).id > \(after)::\(sql: key)) AND \(condition)
+                         WHERE (\(after)::\(sql: key) IS NULL OR \(sql: alias).id > \(after)::\(sql: key))
+                           AND (\(below)::\(sql: key) IS NULL OR \(sql: alias).id < \(below)::\(sql: key)) AND \(condition)
                          ORDER BY \(sql: alias).id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                     ), gone AS (
                         DELETE FROM \(sql: table) WHERE id IN (SELECT id FROM batch) RETURNING id
