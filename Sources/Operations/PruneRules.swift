@@ -15,6 +15,9 @@ import Postgres
 /// 3. `delivery_events` past `eventsDays` (the deliveries stay, with their final state and last error).
 /// 4. `device_tokens` retired more than `tokenGraceDays` ago that no delivery references any more (their
 ///    deliveries go with their notifications in rule 2).
+///    A retired token past the grace that a kept delivery still references (one of the records below, kept
+///    for ever) keeps its row but loses its value: the token is replaced by `pruned:<id>`, so a device's
+///    identifier is not kept for ever with it.
 /// 5. `job_runs` past `runsDays`, finished, that no decision and no notification references any more
 ///    (`events.job_run_id` is not a foreign key; event-notify prunes its own processed events).
 ///
@@ -55,6 +58,12 @@ struct PruneRules {
             ? "EXISTS (SELECT 1 FROM deliveries kd JOIN notifications t ON t.id = kd.notification_id WHERE kd.device_token_id = k.id AND NOT coalesce((\(notification)), false))"
             : "EXISTS (SELECT 1 FROM deliveries kd WHERE kd.device_token_id = k.id)"
         return "k.retired_at < now() - make_interval(days => \(settings.tokenGraceDays)) AND NOT \(referenced)"
+    }
+
+    /// Retired tokens (alias `k`) past the grace period whose value is still there (rule 4 deleted those no
+    /// delivery references).
+    var tokenValue: Query {
+        "k.retired_at < now() - make_interval(days => \(settings.tokenGraceDays)) AND k.token NOT LIKE 'pruned:%'"
     }
 
     /// Finished runs (alias `r`) past their retention; `afterEarlierRules` as for `token`.

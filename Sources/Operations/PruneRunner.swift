@@ -27,6 +27,8 @@ public enum PruneRunner {
     /// Rows deleted (or that would be) per table, in the order the rules take them.
     struct Counts {
         var decisions = 0, notifications = 0, deliveries = 0, deliveryEvents = 0, deviceTokens = 0, jobRuns = 0
+        /// Retired tokens whose value was erased (their rows stay).
+        var tokenValues = 0
 
         var json: JSONWriter {
             var writer = JSONWriter()
@@ -36,6 +38,7 @@ public enum PruneRunner {
             writer.add("delivery_events", deliveryEvents)
             writer.add("device_tokens", deviceTokens)
             writer.add("job_runs", jobRuns)
+            writer.add("device_token_values", tokenValues)
             return writer
         }
     }
@@ -79,6 +82,7 @@ public enum PruneRunner {
             Output.line("prune: \(verb) \(counts.notifications) notifications (read or deleted and older than \(settings.inboxDays) days, or expired more than \(settings.expiredDays) days ago; no push still open) with \(counts.deliveries) deliveries")
             Output.line("prune: \(verb) \(counts.deliveryEvents) delivery events (those of the notifications above, and any older than \(settings.eventsDays) days)")
             Output.line("prune: \(verb) \(counts.deviceTokens) device tokens (retired more than \(settings.tokenGraceDays) days ago, no delivery left)")
+            Output.line("prune: \(options.dryRun ? "would erase" : "erased") the value of \(counts.tokenValues) device tokens (retired more than \(settings.tokenGraceDays) days ago; their rows stay for the deliveries kept)")
             Output.line("prune: \(verb) \(counts.jobRuns) job runs (finished, started more than \(settings.runsDays) days ago, nothing refers to them)")
         }
     }
@@ -104,6 +108,9 @@ public enum PruneRunner {
                                 WHERE d.id = e.delivery_id AND coalesce((\(rules.notification)), false))
             """)
         counts.deviceTokens = try count(connection, "SELECT count(*) FROM device_tokens k WHERE \(rules.token(afterEarlierRules: true))")
+        counts.tokenValues = try count(connection, """
+            SELECT count(*) FROM device_tokens k WHERE \(rules.tokenValue) AND NOT (\(rules.token(afterEarlierRules: true)))
+            """)
         counts.jobRuns = try count(connection, "SELECT count(*) FROM job_runs r WHERE \(rules.run(afterEarlierRules: true))")
         return counts
     }
@@ -130,7 +137,30 @@ struct Pruner {
         try notifications()
         try simple("delivery_events", alias: "e", key: "bigint", rules.event, byAge: true, retention: true, counted: \.deliveryEvents)
         try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
+        try eraseTokenValues()
         try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
+    }
+
+    /// Replaces the value of each retired token past the grace that is still referenced by `pruned:<id>`, a
+    /// batch per transaction.
+    mutating func eraseTokenValues() throws {
+        var after = 0
+        while !stopped {
+            let ids: [Int] = try connection.transaction {
+                try connection.query("""
+                    WITH batch AS (
+                        SELECT k.id FROM device_tokens k WHERE k.id > \(after) AND \(rules.tokenValue)
+                         ORDER BY k.id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                    )
+                    UPDATE device_tokens k SET token = 'pruned:' || k.id FROM batch b WHERE k.id = b.id RETURNING k.id
+                    """).map { try $0.decode(0) }
+            }
+            counts.tokenValues += ids.count
+            if !ids.isEmpty { batches += 1 }
+            guard ids.count == batchSize, let last = ids.max() else { break }
+            after = last
+        }
+        if counts.tokenValues > 0 { logger.info("erased the value of \(counts.tokenValues) retired device tokens") }
     }
 
     var stopped: Bool { StopRequest.shared.isRequested }

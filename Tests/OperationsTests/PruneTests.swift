@@ -133,7 +133,8 @@ import TestSupport
     }
 
     /// What `rows()` leaves for deletion under the default settings.
-    let expected = ["decisions": 1, "notifications": 3, "deliveries": 1, "delivery_events": 3, "device_tokens": 1, "job_runs": 1]
+    let expected = ["decisions": 1, "notifications": 3, "deliveries": 1, "delivery_events": 3, "device_tokens": 1, "job_runs": 1,
+                    "device_token_values": 1]
 
     @Test func eachRuleDeletesWhatIsPastItsRetentionAndKeepsTheRest() throws {
         let r = try rows()
@@ -159,6 +160,13 @@ import TestSupport
 
         #expect(try !exists("device_tokens", r.retiredFree))
         for kept in [r.retiredReferenced, r.retiredRecently, r.active] { #expect(try exists("device_tokens", kept)) }
+        // A retired token a kept delivery still references keeps its row, not the device's identifier.
+        let values: [Int: String] = Dictionary(uniqueKeysWithValues: try f.connection.query("""
+            SELECT id, token FROM device_tokens WHERE id = ANY(\(PostgresArray([r.retiredReferenced, r.retiredRecently, r.active]))::bigint[])
+            """).map { (try $0.decode(0, as: Int.self), try $0.decode(1, as: String.self)) })
+        #expect(values[r.retiredReferenced] == "pruned:\(r.retiredReferenced)")
+        #expect(values[r.retiredRecently]?.hasPrefix("pruned:") == false)
+        #expect(values[r.active]?.hasPrefix("pruned:") == false)
         #expect(try !exists("job_runs", r.oldRun))
         for kept in [r.oldRunReferenced, r.youngRun, run] { #expect(try exists("job_runs", kept)) }
 
