@@ -73,6 +73,13 @@ public final class OutboxEngine {
     /// and sandbox are two hosts and two setups: either stops only its own pushes, and its deliveries are not
     /// claimed again in this run; the provider stops when all of its endpoints have.
     private var stoppedEndpoints: [SuspectKey: String] = [:]
+    /// Answers from the provider's side (5xx, or none at all) in a row per endpoint, since its last success.
+    private var serverFailuresInARow: [SuspectKey: Int] = [:]
+    /// Endpoints that said when to come back (`Retry-After` on a 5xx): their pushes not yet sent wait until then.
+    private var pausedUntil: [SuspectKey: Date] = [:]
+    /// Answers from the provider's side in a row after which an endpoint stops for the run (69): in an outage
+    /// every due push burned an attempt, run after run, and an outage of an hour or two made them all dead.
+    public var serverFailureLimit = 5
     /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
@@ -126,6 +133,8 @@ public final class OutboxEngine {
         retiredTokens.removeAll()
         claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
         stoppedEndpoints.removeAll()
+        serverFailuresInARow.removeAll()
+        pausedUntil.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -570,7 +579,11 @@ public final class OutboxEngine {
                     return nil
                 }
                 guard isSending(OutboxEngine.suspectKey(claimed.target), live: live), let provider = providers[claimed.target.provider] else {
-                    recorder.release(claimed)
+                    if let until = pausedUntil[OutboxEngine.suspectKey(claimed.target)] {
+                        recorder.postpone(claimed, until: until)
+                    } else {
+                        recorder.release(claimed)
+                    }
                     report.held += 1
                     continue
                 }
@@ -648,7 +661,23 @@ public final class OutboxEngine {
                 if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
                 }
+                if !serverFailuresInARow.isEmpty { serverFailuresInARow[key] = nil }
             case .retry(let after, let reason):
+                if (status ?? 500) >= 500 {
+                    // The provider's side (a 429 or IdleTimeout is one device's or one connection's): an endpoint that
+                    // names when to come back, or fails this many times in a row, stops for the run; its pushes not
+                    // yet sent wait, with no attempt counted (until the Retry-After when it gave one).
+                    let key = OutboxEngine.suspectKey(claimed.target)
+                    let inARow = serverFailuresInARow[key, default: 0] + 1
+                    serverFailuresInARow[key] = inARow
+                    if isSending(key, live: live), (after != nil && status != nil) || inARow >= serverFailureLimit {
+                        if let after { pausedUntil[key] = Date().addingTimeInterval(after) }
+                        let why = after.map { "answered \(status.map(String.init) ?? "") \(reason) with Retry-After \(Int($0)) s: its pushes wait until then" }
+                            ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its pushes wait for the next run"
+                        report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? "\(key) \(why)"
+                        stopEndpoint(key, reason: why, live: &live)
+                    }
+                }
                 if attempt >= maxAttempts {
                     recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
                     report.count(.dead, claimed.target.provider)

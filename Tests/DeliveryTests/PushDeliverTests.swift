@@ -330,7 +330,7 @@ import TestSupport
         let made = try pendingNotifications([("Busy", 1)])
         push.server.inject(.status503(retryAfter: 120))
         let result = try Jobs.pushDeliver(db, environment: push.variables)
-        #expect(result.status == 0)
+        #expect(result.status == 69, "the provider asked us to wait: \(result.stderr)")
         let d = try delivery(token: made[0].devices[0].token)
         #expect(d.state == "retrying")
         #expect(d.attempts == 1)
@@ -338,6 +338,43 @@ import TestSupport
         #expect(d.error == "ServiceUnavailable")
         let events: [String] = try f.connection.query("SELECT event FROM delivery_events ORDER BY id").map { try $0.decode(0) }
         #expect(events == ["retried"])
+    }
+
+    /// An outage: the provider answers 503 to everything. Each due push burned an attempt, run after run, and
+    /// in an hour or two all were dead (and Google warns that senders who do not back off may be denylisted).
+    /// A Retry-After stops the endpoint for the run at the first answer; its other pushes wait until then, with
+    /// no attempt counted. Without one, five answers in a row from the provider's side do it.
+    @Test func anOutageStopsTheProviderInsteadOfBurningEveryPushsAttempts() throws {
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        push.server.inject(.status503(retryAfter: 120), count: 1000)
+        let told = try Jobs.pushDeliver(db, environment: environment)
+        #expect(told.status == 69, "\(told.stderr)")
+        #expect(told.stderr.contains("Retry-After 120"), "\(told.stderr)")
+        #expect(pushes(.apns).count == 1, "one request, then it waited as asked")
+        #expect(try states() == ["retrying": 1, "pending": 39])
+        let waiting: [Double] = try f.connection.query("""
+            SELECT extract(epoch FROM q.next_attempt_at - now())::float8 FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
+             WHERE d.attempts = 0
+            """).map { try $0.decode(0) }
+        // Those it had claimed wait until then; those it had not stay due, for the next run's one request.
+        let postponed = waiting.filter { $0 > 0 }
+        #expect(waiting.count == 39 && !postponed.isEmpty && postponed.allSatisfy { $0 > 100 && $0 <= 120 }, "\(waiting.prefix(3))")
+
+        push.server.clearFaults()
+        push.server.clearRecorded()
+        try f.makeDue()
+        push.server.inject(.status500, count: 1000)
+        let failing = try Jobs.pushDeliver(db, environment: environment)
+        #expect(failing.status == 69, "\(failing.stderr)")
+        #expect(pushes(.apns).count == 5, "five in a row, then it stopped")
+        #expect(try f.connection.query("SELECT sum(attempts)::int FROM deliveries").first!.decode(0, as: Int.self) == 6, "one attempt per request")
+
+        push.server.clearFaults()
+        try f.makeDue()
+        #expect(try Jobs.pushDeliver(db, environment: environment).status == 0)
+        #expect(try states() == ["sent": 40])
     }
 
     @Test func withoutRetryAfterTheBackoffIsExponentialWithJitterThenDead() throws {
