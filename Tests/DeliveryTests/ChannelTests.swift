@@ -51,6 +51,26 @@ import TestSupport
         #expect(try f.decisions(noDevice) == ["notified:inbox_only_no_device"])
     }
 
+    /// A push-only notification whose push reaches no device (the token is gone, the message refused) is
+    /// listed in the inbox: the user never heard of it otherwise (migration 0026). One whose push went to
+    /// one of two phones stays out.
+    @Test func pushOnlyThatReachesNoDeviceJoinsTheInbox() throws {
+        try channels("push_only")
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let gone = try f.device(kari)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 20, devices: 0)
+        let olasOld = try f.device(ola)
+        try f.device(ola)
+        for device in [gone, olasOld] { push.server.setToken(device.token, .unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))) }
+        let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try f.deliveryStates(kari) == ["failed"])
+        #expect(try listedInInbox(kari) == [true], "no push reached her: listed")
+        #expect(try f.deliveryStates(ola).sorted() == ["failed", "sent"])
+        #expect(try listedInInbox(ola) == [false], "his other phone got it")
+    }
+
     @Test func aUserNarrowsButNeverWidens() throws {
         let narrower = try f.mentor(org, "Narrower", lastActivityDaysAgo: 20)
         try f.connection.execute("INSERT INTO user_category_channels (user_id, category, channels) VALUES (\(narrower), 'inactivity', 'inbox_only')")
