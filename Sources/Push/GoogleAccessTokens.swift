@@ -5,8 +5,10 @@ import HTTP2
 /// shortly before they expire. Uses its own HTTP/2 client, so it can be called between sends. One per
 /// process and account (the fact sheet: one OAuth token shared across all connections): push-deliver's
 /// workers share it (`PushSettings.fcmTokens`), so a fetch or a refresh after 401 made by one worker serves
-/// the others. One fetch at a time, made outside the lock: while one worker fetches the next token ahead of
-/// expiry, the others go on sending with the one in force; only a caller with no valid token waits for it.
+/// the others. One fetch at a time, made outside the lock. The next token is fetched ahead of expiry on a
+/// thread of its own, while every caller goes on sending with the one in force: a caller's thread is a send
+/// loop with answers in flight, and a slow token endpoint held it (libcurl then timed out answers that had
+/// arrived, and those pushes went out twice). Only a caller with no valid token waits for a fetch.
 public final class GoogleAccessTokens: @unchecked Sendable {
     /// Guards the state below; signalled when a fetch ends.
     private let condition = NSCondition()
@@ -36,9 +38,9 @@ public final class GoogleAccessTokens: @unchecked Sendable {
     public var quietAfterFailure: TimeInterval = 30
     private var lastFailure: (at: Date, error: PushOutcomeError)?
 
-    /// A valid access token, fetched if there is none or it is about to expire (if that fails, the current one
-    /// while it still works). Within `quietAfterFailure` of a failed fetch it asks no one. While another caller
-    /// fetches, the token in force is returned, or, with none, the fetch is waited for.
+    /// A valid access token, fetched if there is none (if that fails, the error), the next one fetched in the
+    /// background when this one is about to expire. Within `quietAfterFailure` of a failed fetch it asks no
+    /// one. While a fetch is in progress, the token in force is returned, or, with none, the fetch is waited for.
     public func token() throws(PushOutcomeError) -> String {
         condition.lock()
         defer { condition.unlock() }
@@ -50,14 +52,12 @@ public final class GoogleAccessTokens: @unchecked Sendable {
                 if let current, current.expiresAt > now { return current.token }
                 throw failure.error
             }
-            if fetching { condition.wait(); continue }
-            do throws(PushOutcomeError) {
-                return try fetch()
-            } catch {
-                // Fetched early, before it expires: the one in force still serves while the endpoint fails.
-                if let current, current.expiresAt > clock() { return current.token }
-                throw error
+            if let current, current.expiresAt > now {
+                fetchInBackground()
+                return current.token
             }
+            if fetching { condition.wait(); continue }
+            return try fetch()
         }
     }
 
@@ -76,14 +76,33 @@ public final class GoogleAccessTokens: @unchecked Sendable {
         return try fetch()
     }
 
+    private typealias Fetched = Result<(token: String, expiresAt: Date, refreshAt: Date), PushOutcomeError>
+
     /// Fetches a token with the lock released (other callers meanwhile see `fetching`), and records what came
     /// of it. Called with the lock held, and no fetch in progress.
     private func fetch() throws(PushOutcomeError) -> String {
         fetching = true
         condition.unlock()
-        let result: Result<(token: String, expiresAt: Date, refreshAt: Date), PushOutcomeError>
+        let result: Fetched
         do throws(PushOutcomeError) { result = .success(try fetchNow()) } catch { result = .failure(error) }
         condition.lock()
+        return try record(result)
+    }
+
+    /// Starts fetching the next token on a thread of its own. Called with the lock held, and no fetch in progress.
+    private func fetchInBackground() {
+        fetching = true
+        Thread { [self] in
+            let result: Fetched
+            do throws(PushOutcomeError) { result = .success(try fetchNow()) } catch { result = .failure(error) }
+            condition.lock()
+            _ = try? record(result)
+            condition.unlock()
+        }.start()
+    }
+
+    /// Ends the fetch in progress with `result`. Called with the lock held.
+    private func record(_ result: Fetched) throws(PushOutcomeError) -> String {
         fetching = false
         fetched += 1
         condition.broadcast()
