@@ -31,6 +31,12 @@ public enum JobEnvelope {
         StopRequest.shared.endIfRequested()
         return run.status
     }
+
+    /// A run that fails before it starts (a malformed setting read from the environment): it still ends
+    /// with its summary line and, for a writing run, its metrics, so the alert on the last run sees it.
+    public static func failed(_ job: String, dryRun: Bool = false, logLevel: LogLevelOption = .info, _ failure: JobFailure) -> ExitStatus {
+        run(job, dryRun: dryRun, logLevel: logLevel, writes: !dryRun) { _ in throw failure }
+    }
 }
 
 extension JobFailure {

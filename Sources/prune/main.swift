@@ -74,8 +74,7 @@ struct PruneCommand: ParsableCommand {
         do {
             settings = try PruneSettings.resolve(flags: flags)
         } catch let failure as JobFailure {
-            FileHandle.standardError.write(Data("prune: \(failure.message)\n".utf8))
-            throw ExitCode(failure.status.rawValue)
+            throw ExitCode(JobEnvelope.failed("prune", dryRun: dryRun, logLevel: logLevel, failure).rawValue)
         }
         let status = PruneRunner.run(.init(settings: settings, dryRun: dryRun, databaseURL: databaseURL,
                                            statementTimeout: statementTimeout, logLevel: logLevel))

@@ -46,8 +46,7 @@ struct PushDeliverCommand: ParsableCommand {
         do {
             workers = try DeliverRunner.Options.workers(flag: self.workers)
         } catch let failure as JobFailure {
-            FileHandle.standardError.write(Data("push-deliver: \(failure.message)\n".utf8))
-            throw ExitCode(failure.status.rawValue)
+            throw ExitCode(JobEnvelope.failed("push-deliver", dryRun: dryRun, logLevel: logLevel, failure).rawValue)
         }
         let status = DeliverRunner.run(.init(databaseURL: databaseURL, dryRun: dryRun, format: format, lease: lease,
                                              statementTimeout: statementTimeout, logLevel: logLevel, delivery: delivery,

@@ -24,6 +24,26 @@ import TestSupport
         return values
     }
 
+    /// A setting from the environment that cannot be read fails the run before it starts: it still ends with
+    /// its summary line and its metrics (the file kept saying the last run succeeded, and nothing paged).
+    @Test func aRunThatFailsOnItsSettingsStillSaysSo() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let push = try PushEnvironment()
+        for (job, variable) in [("prune", "PRUNE_BATCH_SIZE"), ("push-deliver", "PUSH_WORKERS")] {
+            var environment = push.variables
+            environment["METRICS_DIR"] = directory.path
+            let ok = try Jobs.run(job, [], database: db, environment: environment)
+            #expect(ok.status == 0, "\(job): \(ok.stderr)")
+            #expect(try metrics(job)["mentor_push_last_run_exit_code{mentor_push_job=\"\(job)\"}"] == 0, "\(job)")
+            environment[variable] = "lots"
+            let bad = try Jobs.run(job, [], database: db, environment: environment)
+            #expect(bad.status == 78, "\(job): \(bad.stderr)")
+            #expect(bad.stderr.contains(variable), "\(job): \(bad.stderr)")
+            #expect(bad.summary?["exit_code"] as? Int == 78, "\(job): \(bad.stdout)")
+            #expect(try metrics(job)["mentor_push_last_run_exit_code{mentor_push_job=\"\(job)\"}"] == 78, "\(job)")
+        }
+    }
+
     @Test func aRunWritesWhatItDidAndALaterFailureKeepsTheLastSuccess() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let org = try f.organization("Org")
