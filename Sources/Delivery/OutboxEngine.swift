@@ -532,6 +532,22 @@ public final class OutboxEngine {
 
         /// Since when the pushes have waited for the writer to catch up.
         var waitingForWriterSince: ContinuousClock.Instant?
+        /// Hands the outcomes gathered to the writer (or writes them) when that is due: `flushEvery` of them, or
+        /// `flushInterval` since the last time. With a writer: while it is free (so outcomes gather into fewer,
+        /// larger writes when it is busy), or every flushInterval, or at most maxPendingOutcomes at a time.
+        func handOverIfDue() {
+            guard failure == nil && (recorder.pending >= flushEvery || ContinuousClock.now - lastFlush >= flushInterval) else { return }
+            if let writer {
+                if writer.isIdle || ContinuousClock.now - lastFlush >= flushInterval || recorder.pending >= maxPendingOutcomes {
+                    writer.write(recorder, with: flush)
+                    recorder = makeRecorder()
+                    lastFlush = ContinuousClock.now
+                }
+            } else {
+                do { report.tokensRetired += try flush(recorder) } catch { failure = error }
+                lastFlush = ContinuousClock.now
+            }
+        }
         client.run(next: {
             if failure == nil, let error = writer?.error { failure = error }
             if let writer, failure == nil, !stop.isRequested, writer.isBehind(maxQueuedWrites) {
@@ -750,20 +766,11 @@ public final class OutboxEngine {
             case .reauthenticate:
                 break // handled above
             }
-            if failure == nil && (recorder.pending >= flushEvery || ContinuousClock.now - lastFlush >= flushInterval) {
-                if let writer {
-                    // Handed over while the writer is free (so outcomes gather into fewer, larger writes when
-                    // it is busy), or every flushInterval, or at most maxPendingOutcomes at a time.
-                    if writer.isIdle || ContinuousClock.now - lastFlush >= flushInterval || recorder.pending >= maxPendingOutcomes {
-                        writer.write(recorder, with: flush)
-                        recorder = makeRecorder()
-                        lastFlush = ContinuousClock.now
-                    }
-                } else {
-                    do { report.tokensRetired += try flush(recorder) } catch { failure = error }
-                    lastFlush = ContinuousClock.now
-                }
-            }
+            handOverIfDue()
+        }, tick: {
+            // In a lull (the answers of a window came together, one is slow), what was answered is recorded
+            // within flushInterval, not when the next answer comes: until then a crash sends it again.
+            if recorder.pending > 0 { handOverIfDue() }
         })
         usable = live
         if leaseReleased > 0 { logger.notice("the claim on \(leaseReleased) deliveries was running out: released, due again at once") }

@@ -128,8 +128,10 @@ public final class HTTP2Client {
     /// Sends every request `next` yields, keeping up to `window` in flight, and calls `completed`
     /// for each as it finishes (in completion order). `next` is asked again after every completion,
     /// so work that a completion creates (a resend) is picked up. Returns when `next` returns nil
-    /// and nothing is in flight.
-    public func run(next: () -> HTTPRequest?, completed: (HTTPRequest, Result<HTTPResponse, HTTPTransportError>) -> Void) {
+    /// and nothing is in flight. `tick` is called after every wait (at least once a second while
+    /// anything is in flight), for work that must not wait for the next answer.
+    public func run(next: () -> HTTPRequest?, completed: (HTTPRequest, Result<HTTPResponse, HTTPTransportError>) -> Void,
+                    tick: () -> Void = {}) {
         var exhausted = false
         while true {
             var startedSincePush = 0
@@ -182,6 +184,7 @@ public final class HTTP2Client {
                 // A completion may have produced more work (a resend after a credential refresh): ask again.
                 exhausted = false
             }
+            tick()
         }
     }
 

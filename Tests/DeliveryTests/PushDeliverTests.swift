@@ -377,6 +377,24 @@ import TestSupport
         #expect(try states() == ["sent": 40])
     }
 
+    /// The answers of a window came together and one is slow: those answered are recorded within a second, not
+    /// when the slow one comes (up to the request timeout; a crash meanwhile sent them all again).
+    @Test func whatWasAnsweredIsRecordedWhileASlowAnswerIsAwaited() throws {
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 0), count: 1) // the connection's first request, answered at once
+        push.server.inject(.slow(seconds: 6), count: 1) // then one of the window is slow
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: push.variables)
+        defer { kill(running.pid, SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while pushes(.apns).count < 40 && Date() < deadline { usleep(10_000) }
+        #expect(pushes(.apns).count == 40)
+        usleep(2_000_000)
+        #expect(try states() == ["sent": 39, "pending": 1], "recorded while the slow answer is awaited")
+        let result = try running.wait(timeout: 20)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states() == ["sent": 40])
+    }
+
     @Test func withoutRetryAfterTheBackoffIsExponentialWithJitterThenDead() throws {
         let made = try pendingNotifications([("Flaky", 1)])
         let token = made[0].devices[0].token
