@@ -73,10 +73,10 @@ public final class OutboxEngine {
     /// and sandbox are two hosts and two setups: either stops only its own pushes, and its deliveries are not
     /// claimed again in this run; the provider stops when all of its endpoints have.
     private var stoppedEndpoints: [SuspectKey: String] = [:]
-    /// Answers from the provider's side (5xx, or none at all) in a row per endpoint, since its last success.
+    /// Answers from the provider's side (5xx, or none at all) in a row per endpoint, since its last other answer.
+    /// While any endpoint has some, pushes go out one at a time (a window opened by the first answer would
+    /// otherwise put a hundred into an outage at once).
     private var serverFailuresInARow: [SuspectKey: Int] = [:]
-    /// Endpoints that said when to come back (`Retry-After` on a 5xx): their pushes not yet sent wait until then.
-    private var pausedUntil: [SuspectKey: Date] = [:]
     /// Answers from the provider's side in a row after which an endpoint stops for the run (69): in an outage
     /// every due push burned an attempt, run after run, and an outage of an hour or two made them all dead.
     public var serverFailureLimit = 5
@@ -134,7 +134,6 @@ public final class OutboxEngine {
         claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
-        pausedUntil.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
         for (kind, provider) in providers {
@@ -550,6 +549,8 @@ public final class OutboxEngine {
         }
         client.run(next: {
             if failure == nil, let error = writer?.error { failure = error }
+            // After an answer from the provider's side, one push at a time until another kind of answer comes.
+            if !serverFailuresInARow.isEmpty && !inFlight.isEmpty { return nil }
             if let writer, failure == nil, !stop.isRequested, writer.isBehind(maxQueuedWrites) {
                 // The writer is behind: nothing new goes out until it catches up. With answers still to come the
                 // client goes on reading them (it asks again after each); with none, this thread waits here, a
@@ -595,11 +596,7 @@ public final class OutboxEngine {
                     return nil
                 }
                 guard isSending(OutboxEngine.suspectKey(claimed.target), live: live), let provider = providers[claimed.target.provider] else {
-                    if let until = pausedUntil[OutboxEngine.suspectKey(claimed.target)] {
-                        recorder.postpone(claimed, until: until)
-                    } else {
-                        recorder.release(claimed)
-                    }
+                    recorder.release(claimed)
                     report.held += 1
                     continue
                 }
@@ -668,6 +665,10 @@ public final class OutboxEngine {
                     outcome = .unreachable(reason: "\(reason), and fresh credentials could not be had for now: \(other.reason)")
                 }
             }
+            if !serverFailuresInARow.isEmpty {
+                // Any other answer shows the provider's side up again.
+                if case .retry = outcome, (status ?? 500) >= 500 {} else { serverFailuresInARow[OutboxEngine.suspectKey(claimed.target)] = nil }
+            }
             let attempt = claimed.attempts + 1
             switch outcome {
             case .delivered(let messageID):
@@ -677,19 +678,18 @@ public final class OutboxEngine {
                 if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
                 }
-                if !serverFailuresInARow.isEmpty { serverFailuresInARow[key] = nil }
             case .retry(let after, let reason):
                 if (status ?? 500) >= 500 {
                     // The provider's side (a 429 or IdleTimeout is one device's or one connection's): an endpoint that
                     // names when to come back, or fails this many times in a row, stops for the run; its pushes not
-                    // yet sent wait, with no attempt counted (until the Retry-After when it gave one).
+                    // yet sent go back, due for the next run, with no attempt counted.
                     let key = OutboxEngine.suspectKey(claimed.target)
                     let inARow = serverFailuresInARow[key, default: 0] + 1
                     serverFailuresInARow[key] = inARow
-                    if isSending(key, live: live), (after != nil && status != nil) || inARow >= serverFailureLimit {
-                        if let after { pausedUntil[key] = Date().addingTimeInterval(after) }
-                        let why = after.map { "answered \(status.map(String.init) ?? "") \(reason) with Retry-After \(Int($0)) s: its pushes wait until then" }
-                            ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its pushes wait for the next run"
+                    if isSending(key, live: live), ((after ?? 0) > 0 && status != nil) || inARow >= serverFailureLimit {
+                        serverFailuresInARow[key] = nil
+                        let why = after.flatMap { $0 > 0 ? "answered \(status.map(String.init) ?? "") \(reason) with Retry-After \(Int($0)) s: its other pushes wait for the next run" : nil }
+                            ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its other pushes wait for the next run"
                         report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? "\(key) \(why)"
                         stopEndpoint(key, reason: why, live: &live)
                     }
