@@ -118,10 +118,16 @@ final class OutcomeRecorder {
                 let reason = "device token retired: \(retirement.reason)"
                 // The token's other queued deliveries are settled as failed: their queue rows locked in id order
                 // first, like a flush does, then taken out of the queue.
+                // The token's row is taken with SKIP LOCKED: this write already holds queue rows, and the app
+                // changing the token (moving it to another user: 0025's cancel, which locks its queue rows)
+                // holds the row first; waiting could close a circle. A token the app is changing at that very
+                // moment (registering it again, moving it) is left as it is: the delivery is settled all the same.
                 let result = try connection.query("""
-                    WITH retired AS (
+                    WITH token AS (
+                        SELECT id FROM device_tokens WHERE id = \(retirement.tokenID) FOR NO KEY UPDATE SKIP LOCKED
+                    ), retired AS (
                         UPDATE device_tokens SET retired_at = now(), retired_reason = \(retirement.reason)
-                         WHERE id = \(retirement.tokenID) AND retired_at IS NULL
+                         WHERE id IN (SELECT id FROM token) AND retired_at IS NULL
                            AND (\(retirement.since)::timestamptz IS NULL OR last_seen_at <= \(retirement.since)::timestamptz)
                         RETURNING id
                     ), open AS (

@@ -71,6 +71,49 @@ import TestSupport
         #expect(try listedInInbox(ola) == [false], "his other phone got it")
     }
 
+    /// A push-only notification whose one push was waiting when its phone moved to another user (somebody
+    /// else signed in on it): the push is cancelled (migration 0025) and the notification listed (0026).
+    @Test func pushOnlyWhosePhoneMovedToAnotherUserJoinsTheInbox() throws {
+        try channels("push_only")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0) // no push settings: the push waits
+        #expect(try listedInInbox(kari) == [false])
+        let stranger = try f.mentor(try f.organization("Other"), "Stranger", lastActivityDaysAgo: 1, devices: 0)
+        try f.connection.execute("UPDATE device_tokens SET user_id = \(stranger) WHERE user_id = \(kari)")
+        #expect(try f.deliveryStates(kari) == ["cancelled"])
+        #expect(try listedInInbox(kari) == [true])
+    }
+
+    /// The outcome write locks a queue row, then (its push failed) the notification, to list it; the app deleting
+    /// that notification locks it, then its queue rows (0024's cancel). Neither may wait for the other in a
+    /// circle: the listing skips a notification someone is changing.
+    @Test func listingAFailedPushOnlyRowNeverDeadlocksWithTheAppChangingIt() throws {
+        try channels("push_only")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let row = try f.connection.query("""
+            SELECT d.id, n.id FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(kari)
+            """).first!
+        let delivery: Int = try row.decode(0)
+        let notification: UUID = try row.decode(1)
+        let writer = try db.connect()
+        try writer.execute("BEGIN")
+        try writer.execute("DELETE FROM delivery_queue WHERE delivery_id = \(delivery)")
+        let appDone = DispatchSemaphore(value: 0)
+        let appError = Locked<String?>(nil)
+        let db = self.db
+        Thread {
+            do { try db.connect().execute("UPDATE notifications SET deleted_at = now() WHERE id = \(notification)") }
+            catch { appError.withLock { $0 = "\(error)" } }
+            appDone.signal()
+        }.start()
+        #expect(appDone.wait(timeout: .now() + 0.5) == .timedOut, "the app waits for the queue row")
+        try writer.execute("UPDATE deliveries SET state = 'failed' WHERE id = \(delivery)")
+        try writer.execute("COMMIT")
+        #expect(appDone.wait(timeout: .now() + 10) == .success)
+        #expect(appError.withLock { $0 } == nil)
+    }
+
     @Test func aUserNarrowsButNeverWidens() throws {
         let narrower = try f.mentor(org, "Narrower", lastActivityDaysAgo: 20)
         try f.connection.execute("INSERT INTO user_category_channels (user_id, category, channels) VALUES (\(narrower), 'inactivity', 'inbox_only')")

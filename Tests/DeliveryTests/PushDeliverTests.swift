@@ -277,6 +277,27 @@ import TestSupport
         #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
     }
 
+    /// A 410 for a token the app is changing at that moment (registering it again, moving it to another user):
+    /// the retirement waited for the app's lock while holding queue rows the app's change wanted next (a
+    /// deadlock when the token moves), or ran into the statement timeout. The token is left as it is; the
+    /// delivery is settled all the same.
+    @Test func aTokenTheAppIsChangingIsNotWaitedForToRetireIt() throws {
+        let made = try pendingNotifications([("Kari", 1)])
+        let device = made[0].devices[0]
+        push.server.setToken(device.token, .unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+        let app = try db.connect()
+        try app.execute("BEGIN")
+        try app.execute("UPDATE device_tokens SET app_id = app_id WHERE id = \(device.id)")
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let result = try Jobs.run("push-deliver", ["--statement-timeout", "2"], database: db, environment: environment)
+        try app.execute("COMMIT")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try delivery(token: device.token).state == "failed")
+        #expect(try f.connection.query("SELECT retired_at IS NULL FROM device_tokens WHERE id = \(device.id)").first!.decode(0, as: Bool.self),
+                "left as it is")
+    }
+
     @Test func aTokenReRegisteredAfterThe410TimestampIsKept() throws {
         let org = try f.organization("Org")
         let user = try f.mentor(org, "Back again", lastActivityDaysAgo: 20, devices: 0)
