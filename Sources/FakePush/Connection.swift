@@ -187,8 +187,6 @@ final class StreamsHandler: ChannelInboundHandler {
     private let connectionWindow: Int
     private let streamWindow: Int
     private var streams: [HTTP2StreamID: Stream] = [:]
-    /// Flow-controlled bytes received since the connection's window was last topped up.
-    private var unreturnedConnectionBytes = 0
     /// Responses written in this read that still need a flush.
     private var flushPending = false
     /// Inside a read (from its first frame to its end).
@@ -270,7 +268,6 @@ final class StreamsHandler: ChannelInboundHandler {
             if headers.endStream { complete(stream, streamID: frame.streamID, context: context) }
         case .data(let payload):
             let length = payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-            returnConnectionWindow(length, context: context)
             guard var stream = streams[frame.streamID], !stream.completed else { return }
             if case .byteBuffer(var chunk) = payload.data {
                 if stream.body == nil {
@@ -311,7 +308,18 @@ final class StreamsHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let closed = event as? StreamClosedEvent, let stream = streams.removeValue(forKey: closed.streamID), stream.admitted {
-            if reading { closedDuringRead += 1 } else { connection.streamClosed() }
+            // One the fake answered counts until the read is complete; one the client reset is closed at once
+            // (RFC 9113 §5.1.2: it no longer counts, whatever came with it).
+            if reading && closed.reason == nil { closedDuringRead += 1 } else { connection.streamClosed() }
+        } else if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream,
+                  let inbound = window.inboundWindowSize, inbound <= connectionWindow / 2 {
+            // The connection's window, topped up once half is used: counted by NIOHTTP2, which also charges DATA
+            // it drops (for a stream just reset) that never reaches this handler.
+            write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionWindow - inbound)), context: context)
+            if !reading {
+                flushPending = false
+                context.flush()
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -321,15 +329,6 @@ final class StreamsHandler: ChannelInboundHandler {
         // names the reason and hangs up. Stream errors it has answered with RST_STREAM itself.
         if error is NIOHTTP2Errors.MaxStreamsViolation { connection.streamLimitViolated() }
         context.fireErrorCaught(error)
-    }
-
-    /// Hands the connection's window back once half of it has been used.
-    private func returnConnectionWindow(_ length: Int, context: ChannelHandlerContext) {
-        unreturnedConnectionBytes += length
-        if unreturnedConnectionBytes >= connectionWindow / 2 {
-            write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unreturnedConnectionBytes)), context: context)
-            unreturnedConnectionBytes = 0
-        }
     }
 
     /// Writes `frame`; the flush comes when the read that caused it is complete.

@@ -90,7 +90,11 @@ public enum PruneRunner {
     /// What each rule would delete now, counting each row once, in the order the real run takes them.
     static func dryRun(_ connection: Connection, _ rules: PruneRules) throws -> Counts {
         var counts = Counts()
-        counts.decisions = try count(connection, "SELECT count(*) FROM decisions dc WHERE \(rules.decision)")
+        // The age rules stop below the first row young enough to stay, as the real run does (`Pruner.simple`).
+        counts.decisions = try count(connection, """
+            SELECT count(*) FROM decisions dc
+             WHERE \(rules.decision) AND dc.id < coalesce((SELECT min(dc.id) FROM decisions dc WHERE NOT (\(rules.decision))), 9223372036854775807)
+            """)
         let cascade = try connection.query("""
             SELECT count(DISTINCT t.id), count(DISTINCT d.id), count(e.id)
               FROM notifications t
@@ -104,6 +108,11 @@ public enum PruneRunner {
         counts.deliveryEvents += try count(connection, """
             SELECT count(*) FROM delivery_events e
              WHERE \(rules.event)
+               AND e.id < coalesce((SELECT min(e.id) FROM delivery_events e
+                                     WHERE NOT (\(rules.event))
+                                       AND NOT EXISTS (SELECT 1 FROM deliveries d JOIN notifications t ON t.id = d.notification_id
+                                                        WHERE d.id = e.delivery_id AND coalesce((\(rules.notification)), false))),
+                                   9223372036854775807)
                AND NOT EXISTS (SELECT 1 FROM deliveries d JOIN notifications t ON t.id = d.notification_id
                                 WHERE d.id = e.delivery_id AND coalesce((\(rules.notification)), false))
             """)

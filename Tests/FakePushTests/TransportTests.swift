@@ -183,10 +183,23 @@ import TestSupport
     /// the connection (`TIMEOUT` after 5 s of silence), unless stream 1 was answered first. `path` is the
     /// streams' path (an APNs device path by default). With `warmUp` a complete request on stream 1 is answered
     /// first, and the two streams are 3 and 5.
-    private func rawHTTP2(_ harness: Harness, acknowledgeSettings: Bool, path: String? = nil, warmUp: Bool = false) throws -> [String] {
+    /// A stream the client resets is closed at once (RFC 9113 §5.1.2), even when the reset and the next stream's
+    /// HEADERS come in one read (libcurl corks its connection): the fake counted it until the read was done,
+    /// and ended the connection for a limit the client had kept.
+    @Test func aStreamTheClientResetNoLongerCountsAgainstTheLimit() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 1 }
+        let events = try rawHTTP2(harness, acknowledgeSettings: true, resetFirst: true)
+        #expect(events.contains("HEADERS stream=3"), "the next stream is answered: \(events)")
+        #expect(!events.contains { $0.hasPrefix("GOAWAY") }, "\(events)")
+        #expect(harness.server.streamLimitViolationCount == 0)
+    }
+
+    private func rawHTTP2(_ harness: Harness, acknowledgeSettings: Bool, path: String? = nil, warmUp: Bool = false,
+                          resetFirst: Bool = false) throws -> [String] {
         let script = #"""
         import socket, ssl, struct, sys
         port, ca, path, ack, warm = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), sys.argv[4] == "1", sys.argv[5] == "1"
+        reset = sys.argv[6] == "1"
         context = ssl.create_default_context(cafile=ca)
         context.set_alpn_protocols(["h2"])
         sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
@@ -240,6 +253,18 @@ import TestSupport
                     break
             sock.sendall(frame(4, 1, 0))
         first, second = (3, 5) if warm else (1, 3)
+        if reset:
+            # Stream 1 opened and reset (CANCEL), then stream 3, all in one write.
+            sock.sendall(headers(1, False) + frame(3, 0, 1, struct.pack(">I", 8)) + headers(3, True))
+            while True:
+                received = read_frame()
+                if isinstance(received, str):
+                    print(received)
+                    break
+                report(*received)
+                if received[0] == 7 or (received[0] == 1 and received[2] == 3):
+                    break
+            sys.exit(0)
         if warm:
             sock.sendall(headers(1, True))
             while True:
@@ -266,7 +291,7 @@ import TestSupport
         """#
         let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, String(harness.server.port), harness.caPath,
                                                                  path ?? "/3/device/\(Tokens.apns())", acknowledgeSettings ? "1" : "0",
-                                                                 warmUp ? "1" : "0"], timeout: 30)
+                                                                 warmUp ? "1" : "0", resetFirst ? "1" : "0"], timeout: 30)
         return result.stdout.split(separator: "\n").map(String.init)
     }
 
