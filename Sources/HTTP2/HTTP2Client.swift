@@ -399,9 +399,24 @@ final class SocketWatch {
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     var request: HTTPRequest?
-    /// `PUSH_CURL_VERBOSE=1` makes libcurl trace every transfer on stderr (headers include the
-    /// authorization token: for debugging against a fake only).
+    /// `PUSH_CURL_VERBOSE=1` makes libcurl trace every transfer on stderr. The trace holds the authorization
+    /// header and the device token in the path, so it is for a fake on this machine only: a transfer to any
+    /// other host is not traced (said once on stderr).
     static let verbose = ProcessInfo.processInfo.environment["PUSH_CURL_VERBOSE"] == "1"
+    private static let refusedVerbose = OnceFlag()
+
+    /// Whether libcurl may trace a transfer to `url`: asked for, and its host is this machine.
+    static func traces(_ url: String, asked: Bool = verbose) -> Bool {
+        guard asked else { return false }
+        let host = URLComponents(string: url)?.host?.lowercased() ?? ""
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        let loopbackIPv4 = octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        if host == "localhost" || host == "::1" || host == "[::1]" || loopbackIPv4 { return true }
+        if refusedVerbose.setFirstTime() {
+            FileHandle.standardError.write(Data("PUSH_CURL_VERBOSE ignored for \(HTTP2Client.origin(url)): its trace would print the provider credentials and device tokens; it traces transfers to this machine (a local fake) only\n".utf8))
+        }
+        return false
+    }
     /// Whether a proxy variable libcurl honours is set (it ignores upper-case HTTP_PROXY on purpose).
     static let proxyFromEnvironment: Bool = {
         let environment = ProcessInfo.processInfo.environment
@@ -433,7 +448,7 @@ final class Transfer {
         ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.verbose ? 1 : 0)
+        ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, 0)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
         // libcurl reads the proxy variables on every request. When none is set, say so once; when one is,
@@ -497,6 +512,7 @@ final class Transfer {
     func prepare(_ request: HTTPRequest) {
         self.request = request
         ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        if Transfer.verbose { ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, Transfer.traces(request.url) ? 1 : 0) }
         ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method == "POST" ? nil : request.method)
         if request.method == "POST" || !request.body.isEmpty {
             ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
@@ -571,4 +587,17 @@ final class Transfer {
 
 extension Duration {
     var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}
+
+/// True the first time it is set, false after: for saying something once per process.
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var set = false
+
+    func setFirstTime() -> Bool {
+        lock.withLock {
+            defer { set = true }
+            return !set
+        }
+    }
 }

@@ -11,6 +11,20 @@ import TestSupport
 
     init() throws { push = try PushEnvironment() }
 
+    /// PUSH_CURL_VERBOSE's trace holds the authorization header and the device token in the path: it printed
+    /// them whole for Apple's and Google's hosts too. It traces transfers to this machine (a fake) only.
+    @Test func theCurlTraceIsForALocalFakeOnly() {
+        for local in ["https://127.0.0.1:8443/3/device/ab", "https://localhost/x", "https://[::1]:9/x"] {
+            #expect(Transfer.traces(local, asked: true), "\(local)")
+            #expect(!Transfer.traces(local, asked: false), "\(local)")
+        }
+        for remote in ["https://api.push.apple.com/3/device/ab", "https://api.sandbox.push.apple.com:443/3/device/ab",
+                       "https://fcm.googleapis.com/v1/projects/p/messages:send", "https://oauth2.googleapis.com/token",
+                       "https://127.0.0.1.example.com/x"] {
+            #expect(!Transfer.traces(remote, asked: true), "\(remote)")
+        }
+    }
+
     func apnsRequests(_ count: Int, to push: PushEnvironment? = nil) throws -> [HTTPRequest] {
         let push = push ?? self.push
         let credentials = try APNsCredentials(keyFile: push.apnsKeyFile, keyID: PushEnvironment.keyID, teamID: PushEnvironment.teamID, topic: PushEnvironment.topic)
