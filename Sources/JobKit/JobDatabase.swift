@@ -15,6 +15,11 @@ public enum JobDatabase {
     /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
     /// libpq's message (never the URL's password).
     public static func connect(url: String?, name: String, statementTimeout: Int = defaultStatementTimeout) throws -> Connection {
+        if url == nil, let set = ProcessInfo.processInfo.environment["DATABASE_URL"], set.isEmpty {
+            // A `DATABASE_URL=''` line (an environment file, a unit) is a mistake, not a wish for libpq's defaults,
+            // which may reach another database: as an empty --database-url is.
+            throw JobFailure(.config, "DATABASE_URL is set but empty: give the database's URL (postgresql://…), or unset it to use libpq's PG* variables")
+        }
         do {
             return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))
         } catch {

@@ -14,16 +14,17 @@ import Glibc
 struct EventsBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events-bench",
-        abstract: "Benchmark: commit events at a steady rate and measure commit → push accepted through event-notify.")
+        abstract: "Benchmark: commit events at a steady rate and measure commit → push accepted through event-notify.",
+        discussion: "It WRITES: rate × seconds pauses for the database's mentors, each pushed to their coordinators. Point it at a throwaway database (scripts/bench-events makes one) with --database-url; it does not read $DATABASE_URL, which may be production's.")
 
     @Option(help: "Events committed per second.") var rate: Double = 100
     @Option(help: "Seconds of steady load.") var seconds: Double = 60
-    @Option(help: ArgumentHelp("PostgreSQL URL (default: $DATABASE_URL).", valueName: "url")) var databaseURL: String?
+    @Option(help: ArgumentHelp("The throwaway database to write the load to (required: never $DATABASE_URL).", valueName: "url")) var databaseURL: String
     @Option(help: ArgumentHelp("The cluster's postmaster PID (for the database CPU).", valueName: "pid")) var postmasterPid: Int32?
     @Option(help: ArgumentHelp("event-notify's PID (for its CPU).", valueName: "pid")) var listenerPid: Int32?
 
     func run() throws {
-        let url = databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        let url = databaseURL
         let connection = try Connection(url: url, applicationName: "events-bench")
         let listener = try Connection(url: url, applicationName: "events-bench-listen")
         try listener.listen("mentor_push_events")

@@ -43,6 +43,16 @@ import TestSupport
         }
     }
 
+    /// So with `DATABASE_URL=''` (a line of an environment file left empty): it quietly used libpq's defaults.
+    @Test func anEmptyDatabaseURLVariableExits78InEveryExecutable() throws {
+        for job in ["migrate", "inactivity-check", "push-deliver", "prune", "why", "rules", "event-notify"] {
+            let user = job == "why" ? ["00000000-0000-4000-8000-000000000001"] : job == "event-notify" ? ["--once"] : []
+            let result = try Jobs.run(job, user, database: nil, environment: ["DATABASE_URL": "", "PGHOST": "/nonexistent-socket-dir"])
+            #expect(result.status == 78, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("DATABASE_URL is set but empty"), "\(job): \(result.stderr)")
+        }
+    }
+
     /// An empty push flag quietly fell back to the environment's setting.
     @Test func anEmptyPushFlagExits64() throws {
         for job in ["push-deliver", "inactivity-check", "event-notify"] {
@@ -173,7 +183,7 @@ import TestSupport
             return
         }
         let result = try Jobs.run("inactivity-check", ["--dry-run"], database: nil, environment: [
-            "DATABASE_URL": "", "PGHOST": host, "PGDATABASE": db.name, "PGUSER": "postgres",
+            "DATABASE_URL": ProcessRunner.unset, "PGHOST": host, "PGDATABASE": db.name, "PGUSER": "postgres",
         ])
         #expect(result.status == 0, "stderr: \(result.stderr)")
     }

@@ -68,6 +68,9 @@ public enum ProcessRunner {
 
     private static let spawnLock = NSLock()
 
+    /// As a value in `environment`: the variable is not passed on at all (not even inherited from the tests).
+    public static let unset = "\u{0}unset"
+
     /// Runs `executable` and waits for it.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 120) throws -> Result {
         try start(executable, arguments, environment: environment).wait(timeout: timeout)
@@ -93,6 +96,7 @@ public enum ProcessRunner {
 
         var env = ProcessInfo.processInfo.environment
         if let environment { env.merge(environment) { _, new in new } }
+        env = env.filter { $0.value != ProcessRunner.unset }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
