@@ -14,8 +14,10 @@ public struct EventNotifyCommand: ParsableCommand {
             Runs until stopped: LISTENs on mentor_push_events and drains the events table whenever woken and at \
             least every --poll-interval; reconnects with backoff when the database goes away. Several may run at once \
             (events are claimed with FOR UPDATE SKIP LOCKED). --once drains what is pending and exits. \
-            Exit codes: 0 done, 64 bad flags, 69 database unreachable (--once; otherwise it retries), 70 bug, \
-            78 configuration or schema problem. SIGTERM or SIGINT: the batch in progress commits and is pushed, then \
+            Exit codes: 0 done, 64 bad flags, 65 an event row that cannot be read (set aside with the error), \
+            69 database (--once; otherwise it retries) or push provider unreachable (the notifications are stored, \
+            and push-deliver sends them), 70 bug, 75 statement timeout or lock, 77 missing privilege, \
+            78 configuration or schema problem (an organization's events with invalid rules are set aside). SIGTERM or SIGINT: the batch in progress commits and is pushed, then \
             the process ends by that signal (143, 130).
             """)
 

@@ -15,8 +15,9 @@ public struct ScenarioCommand: ParsableCommand {
             abstract: scenario?.abstract ?? "",
             discussion: """
                 Exit codes: 0 done (also nothing to do, or another run in progress), 64 bad flags, 65 bad data, \
-                69 database unreachable, 70 bug, 75 statement timeout, 78 configuration or schema problem (an organization's \
-                invalid settings: the others still run). SIGTERM or SIGINT: what was decided is recorded and what is in flight \
+                69 database or push provider unreachable (a provider: the notifications are stored, and push-deliver sends \
+                them), 70 bug, 75 statement timeout or lock, 77 missing privilege, 78 configuration or schema problem (an \
+                organization's invalid settings: the others still run; a provider refused our credentials). SIGTERM or SIGINT: what was decided is recorded and what is in flight \
                 finishes, then the job ends by that signal (143, 130); a second one ends it at once.
                 """)
     }
