@@ -43,8 +43,9 @@ public struct ScenarioRunner<S: Scenario> {
 
         let reader = try connect()
         try Schema.check(reader)
+        // The push settings are checked by a dry run too: it is the step before the real run, which refuses them.
+        try delivery?.prepare()
         if writes {
-            try delivery?.prepare()
             guard try run.claimExclusive(on: reader) else { return summary }
         }
 

@@ -53,6 +53,17 @@ import TestSupport
         }
     }
 
+    /// A dry run is the step before the real run: push settings the real run refuses (78) fail it too.
+    @Test func aDryRunRefusesThePushSettingsTheRealRunRefuses() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let broken = ["APNS_KEY_FILE": "/nonexistent/AuthKey.p8"]
+        let real = try Jobs.run("inactivity-check", [], database: db, environment: broken)
+        #expect(real.status == 78, "\(real.stderr)")
+        let dry = try Jobs.run("inactivity-check", ["--dry-run"], database: db, environment: broken)
+        #expect(dry.status == 78, "\(dry.stderr)")
+        #expect(dry.stderr.contains("APNS_"), "\(dry.stderr)")
+    }
+
     /// An empty push flag quietly fell back to the environment's setting.
     @Test func anEmptyPushFlagExits64() throws {
         for job in ["push-deliver", "inactivity-check", "event-notify"] {
