@@ -5,6 +5,7 @@ import TextCoding
 import Logging
 import Postgres
 import Push
+import ScenarioEngine
 
 /// The `push-deliver` job: drain every due delivery (new ones, retries, rows a crashed run left),
 /// or with `--dry-run` list what it would send.
@@ -130,8 +131,10 @@ public enum DeliverRunner {
     static func plan(_ connection: Connection, settings: PushSettings, format: OutputFormat) throws -> String {
         var counts: [String: Int] = [:]
         try connection.transaction(.readOnly) {
+            Output.line("push-deliver, as of \(Timestamp.iso8601(Date())): what a run would do now with the due deliveries (nothing is sent or written)")
             try connection.stream("""
-                SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL
+                SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
+                       \(OutboxEngine.lateQuietHours)
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -144,11 +147,17 @@ public enum DeliverRunner {
                 let expired = (try row.decode(6, as: Date?.self)).map { $0 <= Date() } ?? false
                 let retired: Bool = try row.decode(7)
                 let configured = (provider == "apns" && settings.apns != nil) || (provider == "fcm" && settings.fcm != nil)
-                let action = retired ? "settle (token retired)" : expired ? "expire" : configured ? "send" : "wait (provider not configured)"
+                let quietEnd = (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours)
+                    .flatMap { QuietHours.end(of: ($0.start, $0.end), at: Date(), zone: $0.zone) }
+                let (verb, action): (String, String) =
+                    retired ? ("SETTLE", "settle (token retired)")
+                    : expired ? ("EXPIRE", "expire")
+                    : !configured ? ("WAIT", "wait (provider not configured)")
+                    : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send")
                 counts[provider, default: 0] += 1
                 switch format {
                 case .text:
-                    Output.line("\(action.uppercased().prefix(6).padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(token)\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
+                    Output.line("\(verb.padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(token)\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
                 case .json:
                     var line = JSONWriter()
                     line.add("delivery_id", try row.decode(0, as: Int.self))

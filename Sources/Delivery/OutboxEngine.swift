@@ -407,17 +407,7 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical,
-                      -- A retry, or a push released or held up past its time, may now fall in the recipient's quiet
-                      -- hours (the jobs deferred the others when they decided): their window, "start end zone".
-                      CASE WHEN NOT n.critical AND (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter)))
-                           THEN (SELECT extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int || ' ' ||
-                                        extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' || \(Recipient.knownTimeZone)
-                                   FROM users u
-                                   LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
-                                   LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
-                                  WHERE u.id = n.user_id)
-                      END
+                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours)
             """, binary: true)
         let claimed = try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -450,6 +440,20 @@ public final class OutboxEngine {
     /// Seconds past its due time after which a push that has not been tried is late: released in an outage, or
     /// held up behind a backlog. A late push, like a retry, waits out its recipient's quiet hours.
     static let lateAfter = 600
+
+    /// A retry, or a push released or held up past its time (`lateAfter`), may now fall in the recipient's quiet
+    /// hours (the jobs deferred the others when they decided): their window, "start end zone", for such a row of
+    /// `delivery_queue q`, `deliveries d` and `notifications n`; NULL for any other.
+    static let lateQuietHours: Query = """
+        CASE WHEN NOT n.critical AND (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter)))
+             THEN (SELECT extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int || ' ' ||
+                          extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' || \(Recipient.knownTimeZone)
+                     FROM users u
+                     LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
+                     LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
+                    WHERE u.id = n.user_id)
+        END
+        """
 
     /// "start end zone" as the claim reads a recipient's quiet hours.
     static func quietHours(_ text: String) -> (start: Int, end: Int, zone: String)? {

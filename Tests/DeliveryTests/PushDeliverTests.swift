@@ -751,6 +751,12 @@ import TestSupport
         let ids: [Int] = try f.connection.query("SELECT id FROM deliveries ORDER BY id").map { try $0.decode(0) }
         try f.connection.execute("UPDATE deliveries SET attempts = 1 WHERE id = ANY(\(PostgresArray([ids[0], ids[1]]))::bigint[])")
         try f.connection.execute("UPDATE notifications SET critical = true WHERE id = (SELECT notification_id FROM deliveries WHERE id = \(ids[1]))")
+        // The dry run says so too (it listed the retry as SEND).
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("LATER  delivery \(ids[0]) ") && plan.stdout.contains("quiet hours"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("SEND   delivery \(ids[1]) ") && plan.stdout.contains("SEND   delivery \(ids[2]) "), "\(plan.stdout)")
+        #expect(plan.stdout.contains("nothing is sent or written"), "\(plan.stdout)")
         let result = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(result.status == 0, "\(result.stderr)")
         #expect((result.summary?["push"] as? [String: Any])?["postponed_for_quiet_hours"] as? Int == 1, "\(result.stdout)")
