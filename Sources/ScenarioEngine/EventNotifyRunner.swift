@@ -56,6 +56,9 @@ public struct EventNotifyRunner {
             let printer = PlanPrinter(format: options.format, emit: planOutput)
             printer.header(job: Self.job, asOf: run.asOf)
             try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
+            if summary.failedEvents > 0 {
+                run.degrade(.dataError, "events that cannot be read would be set aside with the error (see the log)")
+            }
             printer.footer(summary)
             Output.flush()
             logger.info("\(summary.sentence)")

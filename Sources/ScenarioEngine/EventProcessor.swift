@@ -111,12 +111,45 @@ public struct EventProcessor {
         }
     }
 
-    /// The plan for every pending event, read-only: who would be told what, and why the others would not.
+    /// The plan for every pending event, read-only: who would be told what, and why the others would not. An
+    /// event row that cannot be read (see `processBatch`) fails its scenario's query: the plan is then made one
+    /// event at a time, and such a row is named as one a run would set aside (counted in `failedEvents`).
     func plan(on connection: Connection, now: Date, printer: PlanPrinter, logger: Logger, summary: inout ScenarioSummary) throws {
         try connection.transaction(.readOnly) {
-            for handler in handlers {
-                try handler.process(.pending, on: connection, policies: policies, runID: nil, now: now,
-                                    printer: printer, logger: logger, summary: &summary)
+            // The lines wait until the whole plan is made, so a plan made again event by event prints none twice.
+            var lines: [String] = []
+            var buffered = printer
+            buffered.emit = { lines.append($0) }
+            let counted = summary
+            do {
+                try connection.execute("SAVEPOINT whole_plan")
+                for handler in handlers {
+                    try handler.process(.pending, on: connection, policies: policies, runID: nil, now: now,
+                                        printer: buffered, logger: logger, summary: &summary)
+                }
+                lines.forEach(printer.emit)
+                return
+            } catch let error as PostgresError where error.isUnreadableValue {
+                try connection.execute("ROLLBACK TO SAVEPOINT whole_plan")
+                summary = counted
+            }
+            for row in try connection.query("SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id") {
+                let id: Int = try row.decode(0)
+                let kind: String = try row.decode(1)
+                let before = summary
+                try connection.execute("SAVEPOINT one_event")
+                do {
+                    for handler in handlers where handler.eventKinds.contains(kind) {
+                        try handler.process(.claimed([id]), on: connection, policies: policies, runID: nil, now: now,
+                                            printer: printer, logger: logger, summary: &summary)
+                    }
+                    try connection.execute("RELEASE SAVEPOINT one_event")
+                } catch let error as PostgresError where error.isUnreadableValue {
+                    try connection.execute("ROLLBACK TO SAVEPOINT one_event")
+                    summary = before
+                    summary.failedEvents += 1
+                    logger.error("event \(id) (\(kind)) cannot be processed: \(error.description); a run would set it aside with the error (events.error)")
+                }
             }
         }
     }

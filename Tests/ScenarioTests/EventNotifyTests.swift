@@ -344,6 +344,14 @@ import TestSupport
         try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
         #expect(try pending("pause_started") == 2)
 
+        // The dry run names the row and plans the others (it exited 70, "a bug", naming no row).
+        let plan = try Jobs.run("event-notify", ["--once", "--dry-run"], database: db)
+        #expect(plan.status == 65, "stderr: \(plan.stderr)")
+        #expect(plan.stderr.contains("cannot be processed") && plan.stderr.contains("not-a-pause-id") && plan.stderr.contains("would set it aside"),
+                "\(plan.stderr)")
+        #expect(plan.stdout.contains("Linda"), "the good event is planned: \(plan.stdout)")
+        #expect(try pending("pause_started") == 2, "the dry run writes nothing")
+
         let result = try Jobs.run("event-notify", ["--once"], database: db)
         #expect(result.status == 65, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("cannot be processed") && result.stderr.contains("not-a-pause-id"), "\(result.stderr)")
