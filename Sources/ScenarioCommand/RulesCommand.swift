@@ -20,7 +20,7 @@ public struct RulesCommand: ParsableCommand {
                                                          how many people the change would notify now, beside the rules as they are
             A proposed value is checked by the database like any rule (an unknown key or a bad value: 64), in a \
             transaction that is rolled back. Exit codes: 0 done, 64 bad flags or proposal, 69 database unreachable, \
-            78 an invalid rule (with --validate) or configuration problem.
+            75 statement timeout or lock, 77 missing privilege, 78 an invalid rule (with --validate) or configuration problem.
             """)
 
     @Option(name: .customLong("org"), help: ArgumentHelp("Only this organization (repeatable).", valueName: "uuid"))
