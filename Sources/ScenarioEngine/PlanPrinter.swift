@@ -37,6 +37,19 @@ public struct PlanPrinter {
         }
     }
 
+    /// An organization whose rules the job refuses: none of its people are decided (exit 78).
+    func skipped(_ failure: String) {
+        switch format {
+        case .text:
+            emit("SKIPPED \(OutsideText.printable(failure)) (none of its people are decided)")
+        case .json:
+            var writer = JSONWriter()
+            writer.add("decision", "organization_skipped")
+            writer.add("detail", failure)
+            emit(writer.json)
+        }
+    }
+
     func footer(_ summary: ScenarioSummary) {
         guard format == .text else { return }
         emit("")

@@ -54,6 +54,7 @@ public struct ScenarioRunner<S: Scenario> {
         summary.invalidOrganizations = invalid.count
         let printer = options.dryRun ? PlanPrinter(format: options.format, emit: planOutput) : nil
         printer?.header(job: scenario.jobName, asOf: now)
+        for failure in invalid { printer?.skipped(failure.message) }
         rules = rules.filter { rule in
             guard let why = scenario.notDue(rule, now: now) else { return true }
             summary.notDueOrganizations += 1

@@ -348,6 +348,10 @@ import TestSupport
         try f.ruleWrittenBeforeValidation(bad, settings: #"{"threshold_days": "fourteen"}"#)
         let inGood = try f.mentor(good, "In good", lastActivityDaysAgo: 20)
         let inBad = try f.mentor(bad, "In broken", lastActivityDaysAgo: 20)
+        // The plan says so in its own lines (the organization vanished from it; only stderr told).
+        let plan = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"])
+        #expect(plan.status == 78)
+        #expect(plan.stdout.contains(#"SKIPPED organization "Broken org""#) && plan.stdout.contains("none of its people are decided"), "\(plan.stdout)")
         let result = try Jobs.inactivityCheck(db, now: f.now)
         #expect(result.status == 78)
         #expect(result.stderr.contains(#"organization "Broken org""#))
