@@ -81,7 +81,7 @@ let package = Package(
         ]),
         // Operator commands: `why` (one user's whole story, read-only) and `prune` (retention in bounded batches).
         .target(name: "Operations", dependencies: [
-            "JobKit", "Postgres", "TextCoding", "Push",
+            "JobKit", "Postgres", "TextCoding", "Push", "ScenarioEngine",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Local fake APNs, FCM and OAuth token servers: TLS + HTTP/2, validating and answering like the real ones.

@@ -50,6 +50,7 @@ public enum WhyJSON {
             q.add("start", quiet.start)
             q.add("end", quiet.end)
             q.add("source", quiet.own ? "user" : "organization")
+            q.add("time_zone", policy.timeZone)
             return q
         })
         d.add("daily_cap", object: policy.dailyCap.map { cap in

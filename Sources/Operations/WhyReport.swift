@@ -2,6 +2,7 @@ import Foundation
 import JobKit
 import Postgres
 import Push
+import ScenarioEngine
 import TextCoding
 
 /// Everything `why` tells about one user: who they are, their preferences, the organization's rules in
@@ -37,6 +38,8 @@ public struct WhyReport {
     public struct DeliveryPolicy {
         /// The quiet-hours window (local times, "22:00"), and whether it is the user's own (else the organization's).
         public var quietHours: (start: String, end: String, own: Bool)?
+        /// The zone the engine reads the user's local times in (theirs, else the organization's, else UTC).
+        public var timeZone = "UTC"
         /// The daily cap of non-critical pushes, and whether it is the user's own (lower than the organization's).
         public var dailyCap: (cap: Int, own: Bool)?
         /// The organization's critical categories (through quiet hours and the category switch, never capped).
@@ -213,7 +216,7 @@ extension WhyReport {
             SELECT to_char(coalesce(pc.quiet_hours_start, op.quiet_hours_start), 'HH24:MI'),
                    to_char(coalesce(pc.quiet_hours_end, op.quiet_hours_end), 'HH24:MI'), pc.quiet_hours_start IS NOT NULL,
                    least(op.daily_push_cap, pc.daily_push_cap), pc.daily_push_cap IS NOT NULL AND pc.daily_push_cap <= coalesce(op.daily_push_cap, 100),
-                   array_to_string(coalesce(op.critical_categories, '{}'), ',')
+                   array_to_string(coalesce(op.critical_categories, '{}'), ','), \(Recipient.knownTimeZone)
               FROM users u
               LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
               LEFT JOIN organization_delivery_policies op ON op.organization_id = u.organization_id
@@ -226,6 +229,7 @@ extension WhyReport {
         if let cap = try row.decode(3, as: Int?.self) { policy.dailyCap = (cap, try row.decode(4)) }
         let critical: String = try row.decode(5)
         policy.criticalCategories = critical.isEmpty ? [] : critical.split(separator: ",").map(String.init)
+        policy.timeZone = try row.decode(6)
         policy.channels = try connection.query("""
             SELECT c.category, c.channels, oc.channels, uc.channels
               FROM notification_categories c

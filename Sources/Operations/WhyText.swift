@@ -31,7 +31,7 @@ public enum WhyText {
         let policy = report.deliveryPolicy
         var rules: [String] = []
         if let quiet = policy.quietHours {
-            rules.append("quiet hours \(quiet.start)–\(quiet.end) (\(quiet.own ? "the user's own" : "the organization's"); pushes inside wait for the end)")
+            rules.append("quiet hours \(quiet.start)–\(quiet.end) \(policy.timeZone) (\(quiet.own ? "the user's own" : "the organization's"); pushes inside wait for the end; the times below are UTC)")
         } else {
             rules.append("no quiet hours")
         }
