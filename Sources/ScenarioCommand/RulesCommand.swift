@@ -86,6 +86,12 @@ public struct RulesCommand: ParsableCommand {
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "rules")
             try Schema.check(connection)
             let ids = organizations.map(\.id)
+            let known: Set<UUID> = Set(try connection.query("""
+                SELECT id FROM organizations WHERE id = ANY(\(PostgresArray(ids))::uuid[])
+                """).map { try $0.decode(0) })
+            if let missing = ids.first(where: { !known.contains($0) }) {
+                throw JobFailure(.usage, "--org \(missing.lowercasedString): no such organization")
+            }
             let selected = scenarios.filter { scenario == nil || $0.key == scenario }
             if let scenario, selected.isEmpty {
                 throw JobFailure(.usage, "--scenario \(scenario): no such scenario (scenarios: \(scenarios.map(\.key).sorted().joined(separator: ", ")))")

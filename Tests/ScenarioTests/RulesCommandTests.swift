@@ -24,6 +24,16 @@ import TestSupport
         #expect(result.stdout.contains("  delivery: quiet hours none; daily cap none; critical none\n"), "\(result.stdout)")
     }
 
+    /// `--org` naming no organization is a bad flag (64) in every mode: `rules` alone printed nothing and exited 0.
+    @Test func anOrganizationThatDoesNotExistIsABadFlag() throws {
+        let nobody = "11111111-1111-4111-8111-111111111111"
+        for mode in [[], ["--validate"], ["--dry-run", "--set", "inactivity.threshold_days=7"]] {
+            let result = try Jobs.run("rules", ["--org", nobody] + mode, database: db)
+            #expect(result.status == 64, "\(mode): \(result.stderr)")
+            #expect(result.stderr.contains("--org \(nobody): no such organization"), "\(mode): \(result.stderr)")
+        }
+    }
+
     @Test func showsTheDeliveryPoliciesAndPriorities() throws {
         try f.connection.execute("""
             INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end, daily_push_cap, critical_categories)
