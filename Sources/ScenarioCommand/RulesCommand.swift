@@ -82,7 +82,7 @@ public struct RulesCommand: ParsableCommand {
     }
 
     func run(_ scenarios: [any Scenario]) -> ExitStatus {
-        JobEnvelope.run("rules", dryRun: true, logLevel: logLevel, writes: false) { run in
+        JobEnvelope.run("rules", dryRun: true, asOf: now?.date ?? Date(), logLevel: logLevel, writes: false) { run in
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "rules")
             try Schema.check(connection)
             let ids = organizations.map(\.id)
@@ -138,7 +138,7 @@ public struct RulesCommand: ParsableCommand {
             let scope = organizations.isEmpty ? "every organization" : "\(organizations.count) organization(s)"
             switch format {
             case .text:
-                Output.line("\(key) \(json) for \(scope), as of now:")
+                Output.line("\(key) \(json) for \(scope), as of \(now.map { Timestamp.iso8601($0.date) } ?? "now"):")
                 Output.line("  would notify \(proposed.notified) of \(proposed.candidates) candidates (as the rules are: \(current.notified) of \(current.candidates))")
                 let reasons = Set(proposed.suppressed.keys).union(current.suppressed.keys).sorted()
                 for reason in reasons {

@@ -66,6 +66,11 @@ import TestSupport
         #expect(result.stdout.contains("would notify 2 of 2 candidates (as the rules are: 1 of 1)"), "\(result.stdout)")
         #expect(try f.fingerprint() == before, "nothing saved")
         #expect(try f.count("organization_scenario_rules") == 0)
+        // As of another instant, said as such (it said "as of now" and gave now in its summary).
+        let later = try Jobs.run("rules", ["--dry-run", "--set", "inactivity.threshold_days=7", "--now", "2027-06-01T00:00:00Z"], database: db)
+        #expect(later.status == 0, "\(later.stderr)")
+        #expect(later.stdout.contains("as of 2027-06-01T00:00:00Z:"), "\(later.stdout)")
+        #expect(later.summary?["as_of"] as? String == "2027-06-01T00:00:00Z", "\(later.stdout)")
     }
 
     /// An organization the jobs would skip (a template saved before the check) is said, not counted as
