@@ -131,7 +131,9 @@ public enum DeliverRunner {
     static func plan(_ connection: Connection, settings: PushSettings, format: OutputFormat) throws -> String {
         var counts: [String: Int] = [:]
         try connection.transaction(.readOnly) {
-            Output.line("push-deliver, as of \(Timestamp.iso8601(Date())): what a run would do now with the due deliveries (nothing is sent or written)")
+            if format == .text {
+                Output.line("push-deliver, as of \(Timestamp.iso8601(Date())): what a run would do now with the due deliveries (nothing is sent or written)")
+            }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
                        \(OutboxEngine.lateQuietHours)

@@ -82,7 +82,7 @@ public struct RulesCommand: ParsableCommand {
     }
 
     func run(_ scenarios: [any Scenario]) -> ExitStatus {
-        JobEnvelope.run("rules", dryRun: true, asOf: now?.date ?? Date(), logLevel: logLevel, writes: false) { run in
+        JobEnvelope.run("rules", dryRun: true, asOf: (dryRun ? now?.date : nil) ?? Date(), logLevel: logLevel, writes: false) { run in
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "rules")
             try Schema.check(connection)
             let ids = organizations.map(\.id)

@@ -56,8 +56,15 @@ public struct EventNotifyRunner {
             let printer = PlanPrinter(format: options.format, emit: planOutput)
             printer.header(job: Self.job, asOf: run.asOf)
             try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
+            // The exit code the run would have, as the scheduled jobs' dry runs give it.
             if summary.failedEvents > 0 {
                 run.degrade(.dataError, "events that cannot be read would be set aside with the error (see the log)")
+            }
+            if summary.invalidOrganizations > 0 {
+                run.degrade(.config, "events of organizations with invalid settings would be set aside with the error (see the log)")
+            }
+            if summary.unknownTimeZones > 0 {
+                run.degrade(.dataError, "users with an unknown time zone would be decided with their organization's (see the log)")
             }
             printer.footer(summary)
             Output.flush()

@@ -111,6 +111,9 @@ public struct EventProcessor {
         }
     }
 
+    /// How many pending events a dry run plans one at a time, after an event row that cannot be read.
+    static let planOneByOneAtMost = 1_000
+
     /// The plan for every pending event, read-only: who would be told what, and why the others would not. An
     /// event row that cannot be read (see `processBatch`) fails its scenario's query: the plan is then made one
     /// event at a time, and such a row is named as one a run would set aside (counted in `failedEvents`).
@@ -133,7 +136,14 @@ public struct EventProcessor {
                 try connection.execute("ROLLBACK TO SAVEPOINT whole_plan")
                 summary = counted
             }
-            for row in try connection.query("SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id") {
+            // Event by event costs a few queries each: the oldest `planOneByOneAtMost` are planned, and the rest said.
+            let pending = try connection.query("""
+                SELECT id, kind FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(Self.planOneByOneAtMost + 1)
+                """)
+            if pending.count > Self.planOneByOneAtMost {
+                logger.warning("an event row cannot be read: the plan is made one event at a time, for the oldest \(Self.planOneByOneAtMost) pending events only")
+            }
+            for row in pending.prefix(Self.planOneByOneAtMost) {
                 let id: Int = try row.decode(0)
                 let kind: String = try row.decode(1)
                 let before = summary

@@ -23,6 +23,11 @@ struct EventsBench: ParsableCommand {
     @Option(help: ArgumentHelp("The cluster's postmaster PID (for the database CPU).", valueName: "pid")) var postmasterPid: Int32?
     @Option(help: ArgumentHelp("event-notify's PID (for its CPU).", valueName: "pid")) var listenerPid: Int32?
 
+    func validate() throws {
+        // An empty URL would be libpq's defaults: wherever PG* points, maybe production.
+        if databaseURL.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--database-url is empty: name the throwaway database to load") }
+    }
+
     func run() throws {
         let url = databaseURL
         let connection = try Connection(url: url, applicationName: "events-bench")

@@ -566,6 +566,12 @@ import TestSupport
         #expect(result.stdout.contains("SEND"))
         #expect(result.stdout.contains("apns …\(made[0].devices[0].token.suffix(6))"))
         #expect(!result.stdout.contains(made[0].devices[0].token))
+        // JSON: every line an object (a text header first broke `| jq`).
+        let json = try Jobs.pushDeliver(db, ["--dry-run", "--format", "json"], environment: push.variables)
+        #expect(json.status == 0)
+        let lines = json.stdout.split(separator: "\n")
+        #expect(lines.count == 3, "two deliveries and the summary: \(json.stdout)")
+        for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)") }
     }
 
     @Test func missingOrMalformedConfigurationExits78NamingTheVariable() throws {

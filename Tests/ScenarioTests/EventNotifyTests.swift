@@ -311,6 +311,8 @@ import TestSupport
         let linda = try coordinator("Linda", of: kari)
         try f.ruleWrittenBeforeValidation(org, scenario: "availability_change", settings: #"{"notify_coordinatorz": true}"#)
         try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let plan = try Jobs.run("event-notify", ["--once", "--dry-run"], database: db)
+        #expect(plan.status == 78, "the dry run exits as the run will: \(plan.stderr)")
         let result = try Jobs.run("event-notify", ["--once"], database: db)
         #expect(result.status == 78, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("notify_coordinatorz"), "\(result.stderr)")
