@@ -18,6 +18,8 @@ import Postgres
 ///    A retired token past the grace that a kept delivery still references (one of the records below, kept
 ///    for ever) keeps its row but loses its value: the token is replaced by `pruned:<id>`, so a device's
 ///    identifier is not kept for ever with it.
+/// 4b. `daily_push_slots` of a local day more than a week past (the slot of a notification kept for ever
+///    went only with it).
 /// 5. `job_runs` past `runsDays`, finished, that no decision and no notification references any more
 ///    (`events.job_run_id` is not a foreign key; event-notify prunes its own processed events).
 ///
@@ -47,6 +49,11 @@ struct PruneRules {
     /// Pruning it would let the next run say it again: a follow-up every 30 days, a milestone or an
     /// honorarium twice, a recomputed impact summary announced again.
     static let onceEverScenarios: StaticString = "'assignment_follow_up', 'impact_summary', 'milestone', 'honorarium'"
+
+    /// Daily push slots (alias `s`) of a day long past: a slot counts only toward its own local day's cap (and a
+    /// push waiting past midnight still holds yesterday's), so a week on it counts toward nothing.
+    var slot: Query { "s.local_day < (current_date - make_interval(days => \(PruneRules.slotDays)))::date" }
+    static let slotDays = 7
 
     /// Delivery events (alias `e`) past their retention.
     var event: Query { "e.at < now() - make_interval(days => \(settings.eventsDays))" }

@@ -29,6 +29,7 @@ public enum PruneRunner {
         var decisions = 0, notifications = 0, deliveries = 0, deliveryEvents = 0, deviceTokens = 0, jobRuns = 0
         /// Retired tokens whose value was erased (their rows stay).
         var tokenValues = 0
+        var dailyPushSlots = 0
 
         var json: JSONWriter {
             var writer = JSONWriter()
@@ -39,6 +40,7 @@ public enum PruneRunner {
             writer.add("device_tokens", deviceTokens)
             writer.add("job_runs", jobRuns)
             writer.add("device_token_values", tokenValues)
+            writer.add("daily_push_slots", dailyPushSlots)
             return writer
         }
     }
@@ -83,6 +85,7 @@ public enum PruneRunner {
             Output.line("prune: \(verb) \(counts.deliveryEvents) delivery events (those of the notifications above, and any older than \(settings.eventsDays) days)")
             Output.line("prune: \(verb) \(counts.deviceTokens) device tokens (retired more than \(settings.tokenGraceDays) days ago, no delivery left)")
             Output.line("prune: \(options.dryRun ? "would erase" : "erased") the value of \(counts.tokenValues) device tokens (retired more than \(settings.tokenGraceDays) days ago; their rows stay for the deliveries kept)")
+            Output.line("prune: \(verb) \(counts.dailyPushSlots) daily push slots (of a local day more than \(PruneRules.slotDays) days past)")
             Output.line("prune: \(verb) \(counts.jobRuns) job runs (finished, started more than \(settings.runsDays) days ago, nothing refers to them)")
         }
     }
@@ -120,6 +123,11 @@ public enum PruneRunner {
         counts.tokenValues = try count(connection, """
             SELECT count(*) FROM device_tokens k WHERE \(rules.tokenValue) AND NOT (\(rules.token(afterEarlierRules: true)))
             """)
+        counts.dailyPushSlots = try count(connection, """
+            SELECT count(*) FROM daily_push_slots s
+             WHERE \(rules.slot)
+               AND NOT EXISTS (SELECT 1 FROM notifications t WHERE t.id = s.notification_id AND coalesce((\(rules.notification)), false))
+            """)
         counts.jobRuns = try count(connection, "SELECT count(*) FROM job_runs r WHERE \(rules.run(afterEarlierRules: true))")
         return counts
     }
@@ -147,7 +155,30 @@ struct Pruner {
         try simple("delivery_events", alias: "e", key: "bigint", rules.event, byAge: true, retention: true, counted: \.deliveryEvents)
         try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
         try eraseTokenValues()
+        try dailyPushSlots()
         try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
+    }
+
+    /// Daily push slots of a day long past, a batch per transaction, walking the primary key.
+    mutating func dailyPushSlots() throws {
+        var after: UUID? = nil
+        while !stopped {
+            let ids: [UUID] = try connection.transaction {
+                try connection.query("""
+                    WITH batch AS (
+                        SELECT s.notification_id FROM daily_push_slots s
+                         WHERE (\(after)::uuid IS NULL OR s.notification_id > \(after)::uuid) AND \(rules.slot)
+                         ORDER BY s.notification_id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                    )
+                    DELETE FROM daily_push_slots s USING batch b WHERE s.notification_id = b.notification_id RETURNING s.notification_id
+                    """).map { try $0.decode(0) }
+            }
+            counts.dailyPushSlots += ids.count
+            if !ids.isEmpty { batches += 1 }
+            guard ids.count == batchSize, let last = ids.max(by: { $0.lowercasedString < $1.lowercasedString }) else { break }
+            after = last
+        }
+        if counts.dailyPushSlots > 0 { logger.info("pruned \(counts.dailyPushSlots) daily push slots") }
     }
 
     /// Replaces the value of each retired token past the grace that is still referenced by `pruned:<id>`, a

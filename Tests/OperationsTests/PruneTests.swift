@@ -134,7 +134,7 @@ import TestSupport
 
     /// What `rows()` leaves for deletion under the default settings.
     let expected = ["decisions": 1, "notifications": 3, "deliveries": 1, "delivery_events": 3, "device_tokens": 1, "job_runs": 1,
-                    "device_token_values": 1]
+                    "device_token_values": 1, "daily_push_slots": 0]
 
     @Test func eachRuleDeletesWhatIsPastItsRetentionAndKeepsTheRest() throws {
         let r = try rows()
@@ -179,6 +179,29 @@ import TestSupport
 
         let again = try prune()
         #expect(deleted(again).values.allSatisfy { $0 == 0 }, "a second run finds nothing more")
+    }
+
+    /// A daily push slot counts only toward its own local day's cap: one a week past goes, though its
+    /// notification (a record kept for ever) stays; today's and yesterday's stay.
+    @Test func dailyPushSlotsOfDaysLongPastGo() throws {
+        let kept = try notification(daysAgo: 400, readDaysAgo: 399)
+        try f.connection.execute("UPDATE notifications SET dedupe_key = 'milestone:' || id WHERE id = \(kept)") // kept for ever
+        let today = try notification(daysAgo: 0)
+        let yesterday = try notification(daysAgo: 1)
+        for (id, days) in [(kept, 400), (today, 0), (yesterday, 1)] {
+            try f.connection.execute("""
+                INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
+                VALUES (\(id), \(user), current_date - \(days)::int, 50, 'inactivity')
+                """)
+        }
+        let dry = try prune(["--dry-run"])
+        #expect(deleted(dry, "would_delete")["daily_push_slots"] == 1, "\(dry.stdout)")
+        let result = try prune(["--batch-size", "1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(deleted(result)["daily_push_slots"] == 1)
+        let left: [UUID] = try f.connection.query("SELECT notification_id FROM daily_push_slots ORDER BY local_day").map { try $0.decode(0) }
+        #expect(left == [yesterday, today])
+        #expect(try exists("notifications", kept), "the record itself stays")
     }
 
     /// The last batch of an age rule stops at the first row young enough to stay: it read every younger row
