@@ -54,6 +54,9 @@ public enum DeliverRunner {
             let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
             try forBatches(connection)
             try Schema.check(connection)
+            // A real run is on record before its settings are read: one they stop (78) says so in job_runs, where
+            // `why` and the alert on the last run look, not only on stderr.
+            if !options.dryRun { try run.record(on: connection) }
             let settings = try PushSettings.load(options.delivery)
             if options.dryRun {
                 let due = try plan(connection, settings: settings, format: options.format)
@@ -63,7 +66,6 @@ public enum DeliverRunner {
             guard settings.isConfigured else {
                 throw JobFailure(.config, "no push provider is configured: set APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC, and/or FCM_SERVICE_ACCOUNT_FILE (see push-deliver --help)")
             }
-            try run.record(on: connection)
             settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: run.logger))
             let report: DeliveryReport
             if options.workers <= 1 {

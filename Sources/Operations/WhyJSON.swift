@@ -144,6 +144,7 @@ public enum WhyJSON {
                 d.add("attempts", delivery.attempts)
                 d.add("next_attempt_at", date: delivery.nextAttemptAt)
                 d.add("claimed_until", date: delivery.claimedUntil)
+                if report.isOverdue(delivery) { d.add("overdue", WhyText.overdue(report)) }
                 d.add("last_error", delivery.lastError)
                 d.add("provider_message_id", delivery.providerMessageID)
                 d.add("created_at", date: delivery.createdAt)

@@ -145,6 +145,17 @@ public struct WhyReport {
     public var decisions: [Decision]
     /// Oldest first, each with its deliveries and their events in order.
     public var notifications: [Notification]
+    /// The last push-deliver run on record (not a dry run): why a delivery long due may still wait.
+    public var lastDeliveryRun: (id: Int, startedAt: Date, outcome: String, error: String?)?
+    /// When this report was read (the database's clock).
+    public var readAt = Date()
+
+    /// A delivery still queued more than 5 minutes past its time: push-deliver (every minute) has not sent it.
+    public func isOverdue(_ delivery: Delivery) -> Bool {
+        guard delivery.state == "pending" || delivery.state == "retrying", delivery.claimedUntil == nil,
+              let due = delivery.nextAttemptAt else { return false }
+        return readAt.timeIntervalSince(due) > 300
+    }
 
     /// The decisions whose notification is one of `notifications`, by notification id.
     public func decisions(of notification: Notification) -> [Decision] {
@@ -191,6 +202,12 @@ extension WhyReport {
         report.deliveryPolicy = try deliveryPolicy(connection, userID)
         report.decisions = try decisions(connection, userID, scenario: scenario, since: since)
         report.notifications = try notifications(connection, userID, scenario: scenario, since: since)
+        report.readAt = try connection.query("SELECT now()").first!.decode(0)
+        if let run = try connection.query("""
+            SELECT id, started_at, outcome, error FROM job_runs WHERE job = 'push-deliver' AND NOT dry_run ORDER BY started_at DESC LIMIT 1
+            """).first {
+            report.lastDeliveryRun = (try run.decode(0), try run.decode(1), try run.decode(2), try run.decode(3))
+        }
         return report
     }
 

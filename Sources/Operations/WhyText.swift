@@ -96,6 +96,7 @@ public enum WhyText {
             }
             for delivery in notification.deliveries {
                 line("    delivery \(delivery.id) to device \(delivery.deviceID) \(delivery.provider) \(delivery.token)\(delivery.environment.map { " (\($0))" } ?? ""): \(state(delivery))")
+                if report.isOverdue(delivery) { line("      OVERDUE: \(overdue(report))") }
                 for event in delivery.events {
                     var text = "      \(time(event.at))  " + pad(event.event, 9) + " attempt \(event.attempt)"
                     if let status = event.providerStatus { text += "  HTTP \(status)" }
@@ -135,6 +136,15 @@ public enum WhyText {
         if let error = delivery.lastError { text += ", last error: \(error)" }
         if let id = delivery.providerMessageID { text += ", provider message id \(id)" }
         return text
+    }
+
+    /// Why a delivery long due may still wait: what the last push-deliver run said.
+    static func overdue(_ report: WhyReport) -> String {
+        guard let run = report.lastDeliveryRun else {
+            return "no push-deliver run is on record: is its timer (or crontab line) installed?"
+        }
+        let ended = run.outcome == "running" ? "is still running (or died without a word)" : "ended \(run.outcome)"
+        return "the last push-deliver run (\(run.id), started \(time(run.startedAt))) \(ended)\(run.error.map { ": \($0)" } ?? "")"
     }
 
     static func time(_ date: Date) -> String { Timestamp.iso8601(date) }

@@ -271,6 +271,27 @@ import TestSupport
         #expect(json.stdout.contains(#""claimed_until":"2026-06-15T12:05:00Z""#), "\(json.stdout)")
     }
 
+    /// A push long past its time and not claimed: why is it still waiting? The last push-deliver run says (its
+    /// outcome and error), or there is none on record (no timer installed). It said only "PENDING, due <past>".
+    @Test func aPushLongOverdueSaysWhatTheLastPushDeliverRunSaid() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        try f.device(kari, provider: "apns")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let fresh = try why([kari.uuidString])
+        #expect(!fresh.stdout.contains("OVERDUE"), "due just now: \(fresh.stdout)")
+        try f.connection.execute("UPDATE delivery_queue SET next_attempt_at = now() - interval '20 minutes'")
+        let none = try why([kari.uuidString])
+        #expect(none.stdout.contains("OVERDUE: no push-deliver run is on record"), "\(none.stdout)")
+        // A push-deliver run that could not use APNs (no key configured for it: 78).
+        let failed = try Jobs.run("push-deliver", [], database: db, environment: ["APNS_KEY_FILE": "/nonexistent/AuthKey.p8"])
+        #expect(failed.status == 78)
+        let told = try why([kari.uuidString])
+        #expect(told.stdout.contains("OVERDUE: the last push-deliver run (") && told.stdout.contains("ended failed: APNS_"), "\(told.stdout)")
+        let json = try why([kari.uuidString, "--format", "json"])
+        #expect(json.stdout.contains(#""overdue":"the last push-deliver run ("#), "\(json.stdout)")
+    }
+
     @Test func aUserWithNoHistoryGetsAPlainAnswer() throws {
         let org = try f.organization("Org")
         let user = try f.mentor(org, "Newcomer", lastActivityDaysAgo: 1, devices: 0)
