@@ -21,7 +21,7 @@ public struct EventNotifyCommand: ParsableCommand {
             the process ends by that signal (143, 130).
             """)
 
-    @OptionGroup public var options: JobOptions
+    @OptionGroup public var options: EveryOrganizationJobOptions
 
     @Flag(name: .long, help: "Drain the pending events and exit (for cron-only hosts, CI and tests).")
     public var once = false
@@ -43,8 +43,6 @@ public struct EventNotifyCommand: ParsableCommand {
     public init() {}
 
     public mutating func validate() throws {
-        guard options.organizations.isEmpty else { throw ValidationError("event-notify serves every organization: --org is not supported") }
-        guard !options.explain else { throw ValidationError("event-notify has no --explain: use --dry-run to see what the pending events would give") }
         guard pollInterval >= 0.05 && pollInterval <= 3600 else { throw ValidationError("--poll-interval must be from 0.05 to 3600 seconds") }
         guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size must be from 1 to 10000") }
         guard (1...3650).contains(retentionDays) else { throw ValidationError("--retention-days must be from 1 to 3650") }
@@ -60,7 +58,7 @@ public struct EventNotifyCommand: ParsableCommand {
             settings.pollInterval = .milliseconds(Int64(command.pollInterval * 1000))
             settings.retentionDays = command.retentionDays
             let processor = EventProcessor(scenarios, batchSize: command.batchSize)
-            let runner = EventNotifyRunner(processor, options: command.options, settings: settings,
+            let runner = EventNotifyRunner(processor, options: command.options.jobOptions, settings: settings,
                                            delivery: ScenarioDelivery(options: command.delivery, finishesOnStop: true))
             Foundation.exit(runner.runAsJob().rawValue)
         } catch {
