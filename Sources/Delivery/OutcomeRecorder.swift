@@ -45,9 +45,11 @@ final class OutcomeRecorder {
     }
 
     /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours).
+    /// Its history says so with a `postponed` event (migration 0027).
     func postpone(_ claimed: OutboxEngine.Claimed, until: Date) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
-                                error: nil, messageID: nil, event: nil, status: nil, lease: claimed.lease))
+                                error: "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
+                                messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
     }
 
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
@@ -112,6 +114,8 @@ final class OutcomeRecorder {
                     )
                     INSERT INTO delivery_events (delivery_id, event, attempt, provider_status, detail)
                     SELECT id, event, attempts, status, error FROM updated WHERE event IS NOT NULL
+                    UNION ALL
+                    SELECT id, event, attempts, status, error FROM requeued WHERE state IS NULL AND event IS NOT NULL
                     """)
             }
             for retirement in retirements {

@@ -774,6 +774,12 @@ import TestSupport
         let row = try #require(retry, "the retry is still queued")
         #expect(try row.decode(0, as: String.self) == "pending" && row.decode(1, as: Int.self) == 1, "no attempt counted")
         #expect((3000...3700).contains(try row.decode(2, as: Int.self)), "due when the window ends, in about an hour")
+        // Its history says so (migration 0027): `why` showed a push due later than it had been, with no word.
+        let events: [(String, Int, String?)] = try f.connection.query("""
+            SELECT event, attempt, detail FROM delivery_events WHERE delivery_id = \(ids[0]) ORDER BY id
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2)) }
+        #expect(events.count == 1 && events[0].0 == "postponed" && events[0].1 == 1, "\(events)")
+        #expect(events.first?.2?.hasPrefix("inside its recipient's quiet hours: due when they end, ") == true, "\(events)")
     }
 
     @Test func aLongDrainSendsEachDeliveryOnceAsItsQueueIsCompacted() throws {
