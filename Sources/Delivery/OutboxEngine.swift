@@ -669,9 +669,11 @@ public final class OutboxEngine {
                     outcome = .unreachable(reason: "\(reason), and fresh credentials could not be had for now: \(other.reason)")
                 }
             }
-            if !serverFailuresInARow.isEmpty {
+            // A 5xx, or no answer: the provider's side (a 429 or IdleTimeout is one device's or one connection's).
+            let fromProviderSide: Bool = { if case .retry = outcome { return (status ?? 500) >= 500 } else { return false } }()
+            if !fromProviderSide && !serverFailuresInARow.isEmpty {
                 // Any other answer shows the provider's side up again.
-                if case .retry = outcome, (status ?? 500) >= 500 {} else { serverFailuresInARow[OutboxEngine.suspectKey(claimed.target)] = nil }
+                serverFailuresInARow[OutboxEngine.suspectKey(claimed.target)] = nil
             }
             let attempt = claimed.attempts + 1
             switch outcome {
@@ -683,10 +685,9 @@ public final class OutboxEngine {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
                 }
             case .retry(let after, let reason):
-                if (status ?? 500) >= 500 {
-                    // The provider's side (a 429 or IdleTimeout is one device's or one connection's): an endpoint that
-                    // names when to come back, or fails this many times in a row, stops for the run; its pushes not
-                    // yet sent go back, due for the next run, with no attempt counted.
+                if fromProviderSide {
+                    // An endpoint that names when to come back, or fails this many times in a row, stops for the run;
+                    // its pushes not yet sent go back, due for the next run, with no attempt counted.
                     let key = OutboxEngine.suspectKey(claimed.target)
                     let inARow = serverFailuresInARow[key, default: 0] + 1
                     serverFailuresInARow[key] = inARow

@@ -191,6 +191,8 @@ final class StreamsHandler: ChannelInboundHandler {
     private var flushPending = false
     /// Inside a read (from its first frame to its end).
     private var reading = false
+    /// The connection's window was raised from the protocol's 65,535 to `connectionWindow`.
+    private var connectionWindowOpened = false
     /// Admitted streams that closed during this read: they count as open until the read is complete, as on a
     /// real server, which reads the frames that arrived together before its answers leave.
     private var closedDuringRead = 0
@@ -213,7 +215,6 @@ final class StreamsHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
-    private var connectionWindowOpened = false
     private func openConnectionWindow(context: ChannelHandlerContext) {
         guard !connectionWindowOpened else { return }
         connectionWindowOpened = true

@@ -4,9 +4,10 @@ import Postgres
 
 /// How every executable finds and opens its database, so they all behave the same.
 public enum JobDatabase {
-    /// The connection string: the flag, else `DATABASE_URL`, else nil (libpq's own conventions).
+    /// The connection string: the flag, else `DATABASE_URL` (an empty one as it is: ``connect(url:name:statementTimeout:)``
+    /// refuses it), else nil (libpq's own conventions).
     public static func url(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        flag ?? environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        flag ?? environment["DATABASE_URL"]
     }
 
     /// Seconds any one statement may run, unless `--statement-timeout` says otherwise.
@@ -15,9 +16,9 @@ public enum JobDatabase {
     /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
     /// libpq's message (never the URL's password).
     public static func connect(url: String?, name: String, statementTimeout: Int = defaultStatementTimeout) throws -> Connection {
-        if url == nil, let set = ProcessInfo.processInfo.environment["DATABASE_URL"], set.isEmpty {
-            // A `DATABASE_URL=''` line (an environment file, a unit) is a mistake, not a wish for libpq's defaults,
-            // which may reach another database: as an empty --database-url is.
+        if url?.isEmpty == true {
+            // An empty flag is refused when the flags are read (64): this is `DATABASE_URL=''` (a line of an environment
+            // file, a unit), a mistake, not a wish for libpq's defaults, which may reach another database.
             throw JobFailure(.config, "DATABASE_URL is set but empty: give the database's URL (postgresql://…), or unset it to use libpq's PG* variables")
         }
         do {

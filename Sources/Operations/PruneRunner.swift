@@ -155,30 +155,8 @@ struct Pruner {
         try simple("delivery_events", alias: "e", key: "bigint", rules.event, byAge: true, retention: true, counted: \.deliveryEvents)
         try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
         try eraseTokenValues()
-        try dailyPushSlots()
+        try simple("daily_push_slots", alias: "s", column: "notification_id", key: "uuid", rules.slot, counted: \.dailyPushSlots)
         try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
-    }
-
-    /// Daily push slots of a day long past, a batch per transaction, walking the primary key.
-    mutating func dailyPushSlots() throws {
-        var after: UUID? = nil
-        while !stopped {
-            let ids: [UUID] = try connection.transaction {
-                try connection.query("""
-                    WITH batch AS (
-                        SELECT s.notification_id FROM daily_push_slots s
-                         WHERE (\(after)::uuid IS NULL OR s.notification_id > \(after)::uuid) AND \(rules.slot)
-                         ORDER BY s.notification_id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
-                    )
-                    DELETE FROM daily_push_slots s USING batch b WHERE s.notification_id = b.notification_id RETURNING s.notification_id
-                    """).map { try $0.decode(0) }
-            }
-            counts.dailyPushSlots += ids.count
-            if !ids.isEmpty { batches += 1 }
-            guard ids.count == batchSize, let last = ids.max(by: { $0.lowercasedString < $1.lowercasedString }) else { break }
-            after = last
-        }
-        if counts.dailyPushSlots > 0 { logger.info("pruned \(counts.dailyPushSlots) daily push slots") }
     }
 
     /// Replaces the value of each retired token past the grace that is still referenced by `pruned:<id>`, a
@@ -213,26 +191,26 @@ struct Pruner {
     /// read every younger row looking for more (no index on the time), 180 days of delivery events in one
     /// statement, which at scale ran into the statement timeout every night and skipped the rules after it.
     /// A row written out of order above that id waits for the next run.
-    mutating func simple(_ table: StaticString, alias: StaticString, key: StaticString, _ condition: Query, byAge: Bool = false,
-                         retention: Bool = false, counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
+    mutating func simple(_ table: StaticString, alias: StaticString, column: StaticString = "id", key: StaticString, _ condition: Query,
+                         byAge: Bool = false, retention: Bool = false, counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
         var deleted = 0
         var after: String? = nil
         let below: String? = byAge ? try connection.query("""
-            SELECT min(\(sql: alias).id)::text FROM \(sql: table) \(sql: alias) WHERE NOT (\(condition))
+            SELECT min(\(sql: alias).\(sql: column))::text FROM \(sql: table) \(sql: alias) WHERE NOT (\(condition))
             """).first!.decode(0) : nil
         while !stopped {
             let row = try connection.transaction { () -> Row in
                 if retention { try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)") }
                 return try connection.query("""
                     WITH batch AS (
-                        SELECT \(sql: alias).id FROM \(sql: table) \(sql: alias)
-                         WHERE (\(after)::\(sql: key) IS NULL OR \(sql: alias).id > \(after)::\(sql: key))
-                           AND (\(below)::\(sql: key) IS NULL OR \(sql: alias).id < \(below)::\(sql: key)) AND \(condition)
-                         ORDER BY \(sql: alias).id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
+                        SELECT \(sql: alias).\(sql: column) AS key FROM \(sql: table) \(sql: alias)
+                         WHERE (\(after)::\(sql: key) IS NULL OR \(sql: alias).\(sql: column) > \(after)::\(sql: key))
+                           AND (\(below)::\(sql: key) IS NULL OR \(sql: alias).\(sql: column) < \(below)::\(sql: key)) AND \(condition)
+                         ORDER BY \(sql: alias).\(sql: column) LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                     ), gone AS (
-                        DELETE FROM \(sql: table) WHERE id IN (SELECT id FROM batch) RETURNING id
+                        DELETE FROM \(sql: table) WHERE \(sql: column) IN (SELECT key FROM batch) RETURNING 1
                     )
-                    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), (SELECT max(id)::text FROM batch)
+                    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), (SELECT key::text FROM batch ORDER BY key DESC LIMIT 1)
                     """).first!
             }
             let gone: Int = try row.decode(0)

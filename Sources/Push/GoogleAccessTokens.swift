@@ -83,8 +83,7 @@ public final class GoogleAccessTokens: @unchecked Sendable {
     private func fetch() throws(PushOutcomeError) -> String {
         fetching = true
         condition.unlock()
-        let result: Fetched
-        do throws(PushOutcomeError) { result = .success(try fetchNow()) } catch { result = .failure(error) }
+        let result = fetchResult()
         condition.lock()
         return try record(result)
     }
@@ -93,12 +92,15 @@ public final class GoogleAccessTokens: @unchecked Sendable {
     private func fetchInBackground() {
         fetching = true
         Thread { [self] in
-            let result: Fetched
-            do throws(PushOutcomeError) { result = .success(try fetchNow()) } catch { result = .failure(error) }
+            let result = fetchResult()
             condition.lock()
             _ = try? record(result)
             condition.unlock()
         }.start()
+    }
+
+    private func fetchResult() -> Fetched {
+        do throws(PushOutcomeError) { return .success(try fetchNow()) } catch { return .failure(error) }
     }
 
     /// Ends the fetch in progress with `result`. Called with the lock held.

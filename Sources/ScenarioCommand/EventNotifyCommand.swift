@@ -21,7 +21,7 @@ public struct EventNotifyCommand: ParsableCommand {
             the process ends by that signal (143, 130).
             """)
 
-    @OptionGroup public var options: EveryOrganizationJobOptions
+    @OptionGroup public var options: SharedJobFlags
 
     @Flag(name: .long, help: "Drain the pending events and exit (for cron-only hosts, CI and tests).")
     public var once = false
@@ -58,7 +58,7 @@ public struct EventNotifyCommand: ParsableCommand {
             settings.pollInterval = .milliseconds(Int64(command.pollInterval * 1000))
             settings.retentionDays = command.retentionDays
             let processor = EventProcessor(scenarios, batchSize: command.batchSize)
-            let runner = EventNotifyRunner(processor, options: command.options.jobOptions, settings: settings,
+            let runner = EventNotifyRunner(processor, options: JobOptions(command.options), settings: settings,
                                            delivery: ScenarioDelivery(options: command.delivery, finishesOnStop: true))
             Foundation.exit(runner.runAsJob().rawValue)
         } catch {

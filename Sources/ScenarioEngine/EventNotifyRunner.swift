@@ -57,15 +57,7 @@ public struct EventNotifyRunner {
             printer.header(job: Self.job, asOf: run.asOf)
             try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
             // The exit code the run would have, as the scheduled jobs' dry runs give it.
-            if summary.failedEvents > 0 {
-                run.degrade(.dataError, "events that cannot be read would be set aside with the error (see the log)")
-            }
-            if summary.invalidOrganizations > 0 {
-                run.degrade(.config, "events of organizations with invalid settings would be set aside with the error (see the log)")
-            }
-            if summary.unknownTimeZones > 0 {
-                run.degrade(.dataError, "users with an unknown time zone would be decided with their organization's (see the log)")
-            }
+            _ = Self.degrade(run, for: summary, since: ScenarioSummary(job: Self.job, dryRun: true, reasonOrder: []), dryRun: true)
             printer.footer(summary)
             Output.flush()
             logger.info("\(summary.sentence)")
@@ -100,25 +92,9 @@ public struct EventNotifyRunner {
                 var drainHealthy = true
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
-                    let invalidBefore = summary.invalidOrganizations
-                    let unknownZonesBefore = summary.unknownTimeZones
-                    let failedBefore = summary.failedEvents
+                    let before = summary
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
-                    if summary.failedEvents > failedBefore {
-                        // Rows that could not be read were set aside with the error (see the log): bad data, 65.
-                        run.degrade(.dataError, "events that could not be processed were set aside with the error (see the log and events.error)")
-                        drainHealthy = false
-                    }
-                    if summary.invalidOrganizations > invalidBefore {
-                        // Their events were set aside with the reason (see the log): a configuration problem to show,
-                        // as the scheduled jobs show it (78), in the exit code and the metrics.
-                        run.degrade(.config, "events of organizations with invalid settings were set aside with the error (see the log and events.error)")
-                        drainHealthy = false
-                    }
-                    if summary.unknownTimeZones > unknownZonesBefore {
-                        // Decided with the organization's zone (see the log): bad data to show, 65.
-                        run.degrade(.dataError, "users with an unknown time zone were decided with their organization's (see the log)")
-                    }
+                    if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false }
                     if taken == 0 { break }
                     drained = true
                     events += taken
@@ -177,6 +153,27 @@ public struct EventNotifyRunner {
             return false
         }
         return true
+    }
+
+    /// Shows in the run's exit code and metrics what a batch (or a dry run's plan) met beyond `before`, as the
+    /// scheduled jobs show it: events set aside for rows that cannot be read (65) or for their organization's
+    /// invalid rules (78), users decided with their organization's zone (65). Returns false when events were set
+    /// aside (the drain was not healthy).
+    private static func degrade(_ run: JobRun, for summary: ScenarioSummary, since before: ScenarioSummary, dryRun: Bool) -> Bool {
+        let were = dryRun ? "would be" : "were"
+        var healthy = true
+        if summary.failedEvents > before.failedEvents {
+            run.degrade(.dataError, "events that could not be read \(were) set aside with the error (see the log and events.error)")
+            healthy = false
+        }
+        if summary.invalidOrganizations > before.invalidOrganizations {
+            run.degrade(.config, "events of organizations with invalid settings \(were) set aside with the error (see the log and events.error)")
+            healthy = false
+        }
+        if summary.unknownTimeZones > before.unknownTimeZones {
+            run.degrade(.dataError, "users with an unknown time zone \(were) decided with their organization's (see the log)")
+        }
+        return healthy
     }
 
     /// Deletes processed events older than the retention, 10,000 at a time (short transactions, no long locks).

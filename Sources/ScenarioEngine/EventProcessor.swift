@@ -180,7 +180,7 @@ extension EventScenario {
     /// then the recording on the same connection and transaction as the claim.
     public func process(_ events: EventSelection, on connection: Connection, policies: [any Policy], runID: Int?, now: Date,
                         printer: PlanPrinter?, logger: Logger, summary: inout ScenarioSummary) throws {
-        var options = JobOptions()
+        var options = JobOptions(SharedJobFlags())
         options.dryRun = printer != nil
         let runner = ScenarioRunner(self, options: options, policies: policies)
         // Only the events' own organizations: another's invalid settings pass over none of these events.

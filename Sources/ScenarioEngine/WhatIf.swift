@@ -41,7 +41,7 @@ public enum WhatIf {
     /// scenario's decision), counted, on `connection` as it stands.
     static func count<S: Scenario>(_ scenario: S, organizations: [UUID], on connection: Connection, now: Date,
                                    policies: [any Policy]) throws -> Count {
-        var options = JobOptions()
+        var options = JobOptions(SharedJobFlags())
         options.dryRun = true
         let runner = ScenarioRunner(scenario, options: options, policies: policies)
         let (loaded, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)

@@ -242,52 +242,41 @@ import TestSupport
                 print("GOAWAY last_stream_id=%d error=%d %s" % (int.from_bytes(payload[:4], "big") & 0x7FFFFFFF,
                       int.from_bytes(payload[4:8], "big"), payload[8:].decode()))
             sys.stdout.flush()
-        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
-        if ack:
+        def read_until(done, missing=None):
+            # Reads and reports frames until done(frame); at the end of the stream or a timeout, exits with
+            # `missing` when given, else prints what ended it.
             while True:
                 received = read_frame()
                 if isinstance(received, str):
-                    sys.exit("no SETTINGS from the server: " + received)
+                    if missing:
+                        sys.exit(missing + received)
+                    print(received)
+                    return
                 report(*received)
-                if received[0] == 4 and not received[1] & 1:
-                    break
+                if done(received):
+                    return
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
+        if ack:
+            read_until(lambda f: f[0] == 4 and not f[1] & 1, "no SETTINGS from the server: ")
             sock.sendall(frame(4, 1, 0))
         first, second = (3, 5) if warm else (1, 3)
         if reset:
             # Stream 1 opened and reset (CANCEL), then stream 3, all in one write.
             sock.sendall(headers(1, False) + frame(3, 0, 1, struct.pack(">I", 8)) + headers(3, True))
-            while True:
-                received = read_frame()
-                if isinstance(received, str):
-                    print(received)
-                    break
-                report(*received)
-                if received[0] == 7 or (received[0] == 1 and received[2] == 3):
-                    break
+            read_until(lambda f: f[0] == 7 or (f[0] == 1 and f[2] == 3))
             sys.exit(0)
         if warm:
             sock.sendall(headers(1, True))
-            while True:
-                received = read_frame()
-                if isinstance(received, str):
-                    sys.exit("no answer to the first request: " + received)
-                report(*received)
-                if received[0] == 1 and received[2] == 1:
-                    break
+            read_until(lambda f: f[0] == 1 and f[2] == 1, "no answer to the first request: ")
         sock.sendall(headers(first, False) + headers(second, True))
-        body_sent = False
-        while True:
-            received = read_frame()
-            if isinstance(received, str):
-                print(received)
-                break
-            report(*received)
-            if received[0] == 3 and received[2] == second and not body_sent:
+        body_sent = []
+        def first_answered(f):
+            if f[0] == 3 and f[2] == second and not body_sent:
                 # The second stream was refused: finish the first, which must still be answered.
                 sock.sendall(frame(0, 1, first, b'{"aps":{}}'))
-                body_sent = True
-            if received[0] == 1 and received[2] == first:
-                break
+                body_sent.append(True)
+            return f[0] == 1 and f[2] == first
+        read_until(first_answered)
         """#
         let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, String(harness.server.port), harness.caPath,
                                                                  path ?? "/3/device/\(Tokens.apns())", acknowledgeSettings ? "1" : "0",
