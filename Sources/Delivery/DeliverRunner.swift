@@ -153,11 +153,16 @@ public enum DeliverRunner {
                 let configured = (provider == "apns" && settings.apns != nil) || (provider == "fcm" && settings.fcm != nil)
                 let quietEnd = (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours)
                     .flatMap { QuietHours.end(of: ($0.start, $0.end), at: Date(), zone: $0.zone) }
+                let unserved = provider == "apns" && settings.apns != nil
+                    ? OutboxEngine.unserved(PushTarget(provider: .apns, token: "", apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:))),
+                                            serving: settings.apnsEnvironments)
+                    : nil
                 let (verb, action): (String, String) =
                     retired ? ("SETTLE", "settle (token retired)")
+                    : unserved.map { ("FAIL", "fail: \($0)") } ?? (expired ? ("EXPIRE", "expire")
                     : expired ? ("EXPIRE", "expire")
                     : !configured ? ("WAIT", "wait (provider not configured)")
-                    : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send")
+                    : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send"))
                 counts[provider, default: 0] += 1
                 switch format {
                 case .text:

@@ -14,6 +14,8 @@ public struct DeliveryOptions: ParsableArguments, Sendable {
     public var apnsEndpoint: String?
     @Option(name: .long, help: ArgumentHelp("APNs sandbox endpoint. Env: APNS_SANDBOX_ENDPOINT. Default https://api.sandbox.push.apple.com.", valueName: "url"))
     public var apnsSandboxEndpoint: String?
+    @Option(name: .long, help: ArgumentHelp("The APNs environments the key serves: production, sandbox, or both (comma-separated). Env: APNS_ENVIRONMENTS. Default both.", valueName: "list"))
+    public var apnsEnvironments: String?
     @Option(name: .long, help: ArgumentHelp("FCM service-account JSON. Env: FCM_SERVICE_ACCOUNT_FILE, else GOOGLE_APPLICATION_CREDENTIALS.", valueName: "path"))
     public var fcmServiceAccountFile: String?
     @Option(name: .long, help: ArgumentHelp("FCM endpoint. Env: FCM_ENDPOINT. Default https://fcm.googleapis.com.", valueName: "url"))
@@ -31,7 +33,7 @@ public struct DeliveryOptions: ParsableArguments, Sendable {
     public func validate() throws {
         let flags: [(String, String?)] = [
             ("--apns-key-file", apnsKeyFile), ("--apns-key-id", apnsKeyID), ("--apns-team-id", apnsTeamID), ("--apns-topic", apnsTopic),
-            ("--apns-endpoint", apnsEndpoint), ("--apns-sandbox-endpoint", apnsSandboxEndpoint),
+            ("--apns-endpoint", apnsEndpoint), ("--apns-sandbox-endpoint", apnsSandboxEndpoint), ("--apns-environments", apnsEnvironments),
             ("--fcm-service-account-file", fcmServiceAccountFile), ("--fcm-endpoint", fcmEndpoint), ("--push-ca-file", pushCAFile),
         ]
         for (flag, value) in flags where value?.trimmingCharacters(in: .whitespaces).isEmpty == true {

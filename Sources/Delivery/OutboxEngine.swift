@@ -24,6 +24,9 @@ public final class OutboxEngine {
     let providers: [PushTarget.Provider: any PushProvider]
     let client: HTTP2Client
     let maxAttempts: Int
+    /// The APNs environments this deployment pushes to (`APNS_ENVIRONMENTS`); a delivery to a token of another
+    /// is settled as failed, never sent.
+    var apnsEnvironments: Set<PushTarget.APNsEnvironment> = [.production, .sandbox]
     let logger: Logger
     /// How long a claimed delivery stays invisible to other engines.
     public let lease: TimeInterval
@@ -122,6 +125,15 @@ public final class OutboxEngine {
         }
         self.init(connection: connection, providers: providers, client: client,
                   maxAttempts: settings.maxAttempts, lease: lease, logger: logger)
+        apnsEnvironments = settings.apnsEnvironments
+    }
+
+    /// Why a delivery to `target` is not pushed by this deployment at all (its APNs environment is not one
+    /// `APNS_ENVIRONMENTS` names), or nil.
+    static func unserved(_ target: PushTarget, serving environments: Set<PushTarget.APNsEnvironment>) -> String? {
+        guard target.provider == .apns, let environment = target.apnsEnvironment, !environments.contains(environment) else { return nil }
+        let served = environments.map(\.rawValue).sorted().joined(separator: ",")
+        return "APNs \(environment.rawValue) is not pushed to by this deployment (APNS_ENVIRONMENTS=\(served)): the token of a \(environment == .sandbox ? "development" : "release") build"
     }
 
     /// Sends everything due in `scope`, batch after batch, until nothing is due.
@@ -494,6 +506,10 @@ public final class OutboxEngine {
             for claimed in rows {
                 if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
+                    report.count(.failed, claimed.target.provider)
+                } else if let why = OutboxEngine.unserved(claimed.target, serving: apnsEnvironments) {
+                    // Never sent, and no reason to stop that environment for the run: the key cannot serve it.
+                    recorder.settle(claimed, state: "failed", event: "failed", error: why, status: nil)
                     report.count(.failed, claimed.target.provider)
                 } else if let malformation = claimed.target.malformation {
                     // Never sent, never a reason to stop the provider: this token alone is retired.

@@ -2,6 +2,7 @@ import Foundation
 import HTTP2
 import JobKit
 import Push
+import TextCoding
 
 /// The push configuration of a run: which providers are set up, where they are, and how hard to
 /// push. Read from flags, then environment variables; anything missing or malformed is a
@@ -15,6 +16,10 @@ public struct PushSettings: Sendable {
     public private(set) var apnsTokens: APNsTokenFactory?
     public var apnsEndpoint = APNsRequestBuilder.productionEndpoint
     public var apnsSandboxEndpoint = APNsRequestBuilder.sandboxEndpoint
+    /// The APNs environments pushed to (`APNS_ENVIRONMENTS`): a key Apple restricted to one environment cannot
+    /// push to the other, and a token of that other environment (a development build's, in a production
+    /// database) is then settled as failed, saying why, instead of stopping that environment every run.
+    public var apnsEnvironments: Set<PushTarget.APNsEnvironment> = [.production, .sandbox]
     public var fcm: GoogleServiceAccount? {
         didSet { fcmTokens = nil }
     }
@@ -55,6 +60,9 @@ public struct PushSettings: Sendable {
         }
         settings.apnsEndpoint = try endpoint(value(options.apnsEndpoint, "APNS_ENDPOINT"), name: "APNS_ENDPOINT") ?? settings.apnsEndpoint
         settings.apnsSandboxEndpoint = try endpoint(value(options.apnsSandboxEndpoint, "APNS_SANDBOX_ENDPOINT"), name: "APNS_SANDBOX_ENDPOINT") ?? settings.apnsSandboxEndpoint
+        if let text = value(options.apnsEnvironments, "APNS_ENVIRONMENTS") {
+            settings.apnsEnvironments = try apnsEnvironments(text)
+        }
 
         let fcmSetting = options.fcmServiceAccountFile != nil || environment["FCM_SERVICE_ACCOUNT_FILE"].map({ !$0.isEmpty }) == true
             ? "FCM_SERVICE_ACCOUNT_FILE" : "GOOGLE_APPLICATION_CREDENTIALS"
@@ -88,6 +96,16 @@ public struct PushSettings: Sendable {
             }
         }
         return settings
+    }
+
+    /// "production", "sandbox" or both, comma-separated.
+    static func apnsEnvironments(_ text: String) throws -> Set<PushTarget.APNsEnvironment> {
+        let names = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let environments = names.compactMap(PushTarget.APNsEnvironment.init(rawValue:))
+        guard environments.count == names.count else {
+            throw JobFailure(.config, "APNS_ENVIRONMENTS: must be production, sandbox, or both comma-separated (production,sandbox), got \(JSONWriter.string(text))")
+        }
+        return Set(environments)
     }
 
     private static func endpoint(_ text: String?, name: String) throws -> String? {

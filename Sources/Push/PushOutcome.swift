@@ -108,7 +108,7 @@ public enum APNsOutcome {
         case (400, "BadTopic"), (400, "TopicDisallowed"), (400, "MissingTopic"):
             return .credentialsBroken(reason: "\(reason) (check APNS_TOPIC: the app's bundle id, and that the key may push to it)")
         case (403, "BadEnvironmentKeyInToken"), (403, "BadEnvironmentKeyIdInToken"):
-            return .environmentRefused(reason: "\(reason) (check APNS_KEY_FILE and APNS_KEY_ID: the key is restricted to the other environment; use a key for both, or one for each)")
+            return .environmentRefused(reason: "\(reason) (the key (APNS_KEY_FILE, APNS_KEY_ID) is restricted to the other APNs environment: use a key for both, or set APNS_ENVIRONMENTS to the one it serves, and the tokens of the other fail without stopping a run)")
         case (403, _), (429, "TooManyProviderTokenUpdates"):
             return .credentialsBroken(reason: "\(reason) (check the APNs settings: APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC)")
         case (404, "BadPath"), (405, "MethodNotAllowed"):

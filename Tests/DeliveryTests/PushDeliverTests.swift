@@ -270,11 +270,58 @@ import TestSupport
             let result = try Jobs.pushDeliver(db, environment: environment)
             #expect(result.status == 78, "run \(run): \(result.stderr)")
             #expect(result.stderr.contains("apns/sandbox") && result.stderr.contains("BadEnvironmentKeyInToken"), "\(result.stderr)")
+            #expect(result.stderr.contains("APNS_ENVIRONMENTS"), "the way out is named: \(result.stderr)")
             #expect(try states() == ["sent": 10, "pending": 1], "run \(run)")
             #expect(try delivery(token: sandbox.token).attempts == 0, "no attempt counted")
         }
         #expect(sandboxServer.requests().count == 2, "one sandbox push tried per run")
         #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
+    }
+
+    /// The same key with `APNS_ENVIRONMENTS=production`: the developer's sandbox token is never pushed to, its
+    /// delivery fails saying why, and the run ends 0 (it exited 78 every run, paging for a token nobody can
+    /// serve). The dry run says FAIL for it beforehand. A value naming no environment is refused (78).
+    @Test func anEnvironmentTheKeyDoesNotServeFailsItsTokensWithoutStoppingTheRun() throws {
+        var configuration = push.server.configuration
+        configuration.apnsDevelopment = true
+        let sandboxServer = try FakePushServer(configuration: configuration)
+        try sandboxServer.start()
+        defer { sandboxServer.stop() }
+        let org = try f.organization("Dev")
+        let developer = try f.mentor(org, "Developer", lastActivityDaysAgo: 20, devices: 0)
+        let sandbox = try f.device(developer, provider: "apns", environment: "sandbox")
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        _ = try pendingNotifications((0..<3).map { ("Mentor \($0)", 1) })
+        var environment = push.variables
+        environment["APNS_SANDBOX_ENDPOINT"] = sandboxServer.baseURL
+        environment["APNS_ENVIRONMENTS"] = "production"
+
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: environment)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.split(separator: "\n").contains { $0.hasPrefix("FAIL") && $0.contains("(sandbox)") && $0.contains("APNS_ENVIRONMENTS=production") },
+                "\(plan.stdout)")
+
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states() == ["sent": 3, "failed": 1])
+        let failed = try delivery(token: sandbox.token)
+        #expect(failed.attempts == 0, "never sent")
+        #expect(failed.error == "APNs sandbox is not pushed to by this deployment (APNS_ENVIRONMENTS=production): the token of a development build")
+        let events: [String] = try f.connection.query("""
+            SELECT e.event FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id WHERE d.device_token_id = \(sandbox.id)
+            """).map { try $0.decode(0) }
+        #expect(events == ["failed"])
+        #expect(sandboxServer.requests().isEmpty, "nothing sent to the sandbox")
+        #expect(pushes(.apns).filter { $0.status == 200 }.count == 3)
+
+        for bad in ["production,", "prod", "sandbox, staging"] {
+            environment["APNS_ENVIRONMENTS"] = bad
+            let refused = try Jobs.pushDeliver(db, environment: environment)
+            #expect(refused.status == 78, "\(bad): \(refused.stderr)")
+            #expect(refused.stderr.contains("APNS_ENVIRONMENTS: must be production, sandbox, or both"), "\(refused.stderr)")
+        }
+        environment["APNS_ENVIRONMENTS"] = " sandbox , production "
+        #expect(try Jobs.pushDeliver(db, environment: environment).status == 0, "spaces around the names are fine")
     }
 
     /// A 410 for a token the app is changing at that moment (registering it again, moving it to another user):
