@@ -29,7 +29,16 @@ public struct SharedJobFlags: ParsableArguments, Sendable {
     public mutating func validate() throws {
         try JobDatabase.validateStatementTimeout(statementTimeout)
         try JobDatabase.validateURLFlag(databaseURL)
+        // A real run as of an instant that has not come decides on tomorrow's facts (everybody inactive by then)
+        // and sends today, and its decisions and dedupe keys carry that future date. Looking ahead is what the
+        // dry run is for; an instant past is a catch-up run, and allowed.
+        if !dryRun, let now, now.date > Date().addingTimeInterval(SharedJobFlags.clockSkew) {
+            throw ValidationError("--now \(Timestamp.iso8601(now.date)) is ahead of the clock: only a --dry-run may look ahead (a real run would notify today as of then)")
+        }
     }
+
+    /// How far ahead of this machine's clock `--now` may be for a real run (the clocks of two machines).
+    static let clockSkew: TimeInterval = 300
 }
 
 /// The flags every scenario job shares: ``SharedJobFlags``, and the organizations to decide for and the

@@ -152,9 +152,17 @@ import TestSupport
         let sentBefore = push.server.requests().filter { $0.provider != .oauth }.count
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
         #expect(push.server.requests().filter { $0.provider != .oauth }.count == sentBefore)
-        #expect(try Jobs.inactivityCheck(db, now: f.now.addingTimeInterval(15 * 86_400)).status == 0)
-        let newDeliveries: Int = try f.connection.query("SELECT count(*) FROM deliveries WHERE created_at > now() - interval '1 minute' AND state = 'pending'").first!.decode(0)
-        #expect(newDeliveries == 0, "a new notification gets no delivery to a retired token")
+        // A new notification for the user (a coordinator dispatches an assignment) is decided, and gets no
+        // delivery to the retired token: the user has no device left, so it is in the inbox only.
+        let coordinator = try f.user(org, "Coordinator", role: "coordinator")
+        _ = try f.assignment(org, mentor: user, coordinator: coordinator, dispatchedDaysAgo: 0)
+        let deliveriesBefore = try f.count("deliveries")
+        let decided = try Jobs.run("event-notify", ["--once"], database: db, environment: push.variables)
+        #expect(decided.status == 0, "stderr: \(decided.stderr)")
+        let decisions = try f.decisions(user)
+        #expect(decisions.last == "notified:inbox_only_no_device", "\(decisions)")
+        #expect(try f.count("deliveries") == deliveriesBefore, "a new notification gets no delivery to a retired token")
+        #expect(push.server.requests().filter { $0.provider != .oauth }.count == sentBefore)
     }
 
     /// `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH` also answer a wrong topic,

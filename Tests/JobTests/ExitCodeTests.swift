@@ -122,6 +122,33 @@ import TestSupport
         #expect(result.stderr.contains("--org 00000000-0000-4000-8000-000000000999: no such organization"))
     }
 
+    /// `--now` ahead of the clock on a real run decided on tomorrow's facts and sent today: everybody inactive
+    /// by then was pushed at once, and the decisions carried the future date. Only a dry run may look ahead; a
+    /// real run as of an instant past (catching up after an outage) is allowed.
+    @Test func aRealRunAsOfAnInstantThatHasNotComeExits64() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let f = try Fixtures(db, now: Date())
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let tomorrowWeek = Jobs.iso(Date().addingTimeInterval(11 * 86_400))
+        for job in ["inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify"] {
+            let ahead = try Jobs.run(job, ["--now", tomorrowWeek], database: db)
+            #expect(ahead.status == 64, "\(job): \(ahead.stderr)")
+            #expect(ahead.stderr.contains("--now \(tomorrowWeek) is ahead of the clock: only a --dry-run may look ahead"), "\(job): \(ahead.stderr)")
+        }
+        #expect(try f.count("notifications") == 0)
+        #expect(try f.count("decisions") == 0)
+        let look = try Jobs.run("inactivity-check", ["--now", tomorrowWeek, "--dry-run"], database: db)
+        #expect(look.status == 0, "\(look.stderr)")
+        #expect(look.stdout.contains("Kari"), "the dry run looks ahead: \(look.stdout)")
+        let anHourAgo = Jobs.iso(Date().addingTimeInterval(-3_600))
+        let catchUp = try Jobs.run("inactivity-check", ["--now", anHourAgo], database: db)
+        #expect(catchUp.status == 0, "\(catchUp.stderr)")
+        #expect(try f.inbox(kari).count == 1, "a real run as of an hour ago")
+        let decidedAt: Date = try f.connection.query("SELECT decided_at FROM decisions WHERE user_id = \(kari)").first!.decode(0)
+        #expect(Jobs.iso(decidedAt) == anHourAgo)
+    }
+
     @Test func unreachableDatabaseExits69WithAClearMessage() throws {
         let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql:///nowhere?host=/nonexistent-socket-dir&connect_timeout=2"], database: nil)
         #expect(result.status == 69)
