@@ -138,7 +138,7 @@ public enum DeliverRunner {
             }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
-                       \(OutboxEngine.lateQuietHours)
+                       \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -157,8 +157,10 @@ public enum DeliverRunner {
                     ? OutboxEngine.unserved(PushTarget(provider: .apns, token: "", apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:))),
                                             serving: settings.apnsEnvironments)
                     : nil
+                let moved: Bool = try row.decode(9)
                 let (verb, action): (String, String) =
-                    retired ? ("SETTLE", "settle (token retired)")
+                    moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
+                    : retired ? ("SETTLE", "settle (token retired)")
                     : unserved.map { ("FAIL", "fail: \($0)") } ?? (expired ? ("EXPIRE", "expire")
                     : expired ? ("EXPIRE", "expire")
                     : !configured ? ("WAIT", "wait (provider not configured)")

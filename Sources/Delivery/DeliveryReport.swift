@@ -20,6 +20,8 @@ public struct DeliveryReport: Sendable {
     public var stoppedBy: String?
     /// Retries and late pushes found inside their recipient's quiet hours: due again when the window ends.
     public var postponed = 0
+    /// Cancelled when claimed, never sent: the device token had moved to another user than the notification's.
+    public var cancelled = 0
     /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
     /// ran out before the push could start).
     public var released = 0
@@ -55,6 +57,7 @@ public struct DeliveryReport: Sendable {
         held += other.held
         released += other.released
         postponed += other.postponed
+        cancelled += other.cancelled
         stoppedBy = stoppedBy ?? other.stoppedBy
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
@@ -72,6 +75,7 @@ public struct DeliveryReport: Sendable {
         writer.add("tokens_retired", tokensRetired)
         writer.add("held", held)
         if postponed > 0 { writer.add("postponed_for_quiet_hours", postponed) }
+        if cancelled > 0 { writer.add("cancelled_token_moved", cancelled) }
         if !byProvider.isEmpty {
             var providers = JSONWriter()
             for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
@@ -93,6 +97,7 @@ public struct DeliveryReport: Sendable {
         var text = "push: \(sent) sent, \(retried) to retry, \(failed) failed, \(dead) dead, \(expired) expired, \(tokensRetired) tokens retired"
         if held > 0 { text += ", \(held) held back" }
         if postponed > 0 { text += ", \(postponed) postponed to the end of their recipient's quiet hours" }
+        if cancelled > 0 { text += ", \(cancelled) cancelled (the device token now belongs to another user)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
         if let stoppedBy { text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run" }

@@ -317,6 +317,9 @@ public final class OutboxEngine {
         let attempts: Int
         let tokenID: Int
         let tokenRetired: Bool
+        /// The token belongs to another user than the notification's now: it moved (the app signed somebody
+        /// else in on the phone) after the delivery was queued, or while the job that queued it was recording.
+        let tokenMoved: Bool
         let message: PushMessage
         let target: PushTarget
         /// `lease_until` as the claim set it (text, exact to the microsecond): the proof that the row
@@ -335,11 +338,13 @@ public final class OutboxEngine {
         var sentWith = 0
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
-             lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil) {
+             lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil,
+             tokenMoved: Bool = false) {
             self.deliveryID = deliveryID
             self.attempts = attempts
             self.tokenID = tokenID
             self.tokenRetired = tokenRetired
+            self.tokenMoved = tokenMoved
             self.message = message
             self.target = target
             self.lease = lease
@@ -419,7 +424,7 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours)
+                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id
             """, binary: true)
         let claimed = try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -433,7 +438,7 @@ public final class OutboxEngine {
                                      presentation: presentations[category]),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
-                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours))
+                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18))
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
@@ -448,6 +453,9 @@ public final class OutboxEngine {
         }
         return claimed
     }
+
+    /// The reason a delivery is cancelled when its token moves to another user (0025's trigger says the same).
+    static let tokenMovedReason = "the device token moved to another user"
 
     /// Seconds past its due time after which a push that has not been tried is late: released in an outage, or
     /// held up behind a backlog. A late push, like a retry, waits out its recipient's quiet hours.
@@ -504,7 +512,12 @@ public final class OutboxEngine {
             }
             let now = Date()
             for claimed in rows {
-                if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
+                if claimed.tokenMoved {
+                    // Never to another person's phone. The app's move cancels what is queued when it commits; a
+                    // job recording at that moment queued on the token as it saw it, after that cancel.
+                    recorder.cancel(claimed, reason: OutboxEngine.tokenMovedReason)
+                    report.cancelled += 1
+                } else if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                     report.count(.failed, claimed.target.provider)
                 } else if let why = OutboxEngine.unserved(claimed.target, serving: apnsEnvironments) {

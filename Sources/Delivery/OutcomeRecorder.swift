@@ -20,10 +20,12 @@ final class OutcomeRecorder {
     }
     private var outcomes: [Outcome] = []
     private var retirements: [(tokenID: Int, reason: String, since: Date?, deliveryID: Int)] = []
+    /// Deliveries to cancel as the app's own cancels do (0025's `cancel_deliveries`), by reason.
+    private var cancellations: [String: [Int]] = [:]
 
     init(connection: Connection) { self.connection = connection }
 
-    var pending: Int { outcomes.count }
+    var pending: Int { outcomes.count + cancellations.values.reduce(0) { $0 + $1.count } }
 
     /// Whether a release is among the outcomes (a claim must not overtake it: it would miss the row).
     private(set) var hasReleases = false
@@ -52,15 +54,26 @@ final class OutcomeRecorder {
                                 messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
     }
 
+    /// Cancels a claimed delivery, never sent: taken out of the queue, `cancelled` with an event saying why, its
+    /// daily slot freed, and a push-only notification with no other push listed in the inbox (0026).
+    func cancel(_ claimed: OutboxEngine.Claimed, reason: String) {
+        cancellations[reason, default: []].append(claimed.deliveryID)
+    }
+
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
         retirements.append((tokenID, reason, since, deliveryID))
     }
 
     /// Writes what is buffered; returns how many tokens were retired.
     func flush() throws -> Int {
-        guard !outcomes.isEmpty || !retirements.isEmpty else { return 0 }
+        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty else { return 0 }
         var retired = 0
         try connection.transaction {
+            if !outcomes.isEmpty && !cancellations.isEmpty {
+                // Two passes over queue rows (the outcomes', then the cancels'): all locked in id order first.
+                let all = (outcomes.map(\.id) + cancellations.values.joined()).sorted()
+                try connection.execute("SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY(\(PostgresArray(all))::bigint[]) ORDER BY delivery_id FOR UPDATE")
+            }
             if !outcomes.isEmpty {
                 outcomes.sort { $0.id < $1.id }
                 let ids = PostgresArray(outcomes.map(\.id))
@@ -118,6 +131,11 @@ final class OutcomeRecorder {
                     SELECT id, event, attempts, status, error FROM requeued WHERE state IS NULL AND event IS NOT NULL
                     """)
             }
+            for (reason, ids) in cancellations.sorted(by: { $0.key < $1.key }) {
+                let list = PostgresArray(ids.sorted())
+                try connection.execute("SELECT cancel_deliveries(\(list)::bigint[], \(reason))")
+                try connection.execute("SELECT list_unpushed(array(SELECT DISTINCT notification_id FROM deliveries WHERE id = ANY(\(list)::bigint[])))")
+            }
             for retirement in retirements {
                 let reason = "device token retired: \(retirement.reason)"
                 // The token's other queued deliveries are settled as failed: their queue rows locked in id order
@@ -157,6 +175,7 @@ final class OutcomeRecorder {
         }
         outcomes.removeAll(keepingCapacity: true)
         retirements.removeAll()
+        cancellations.removeAll()
         return retired
     }
 }

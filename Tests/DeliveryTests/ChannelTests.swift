@@ -84,6 +84,46 @@ import TestSupport
         #expect(try listedInInbox(kari) == [true])
     }
 
+    /// The same move while a job was recording: the job queued the push on the token as its snapshot showed it
+    /// (Kari's), the app moved the token to a stranger and committed without waiting (the job's foreign-key
+    /// lock does not conflict with it), and its trigger found nothing queued yet. push-deliver sent Kari's
+    /// reminder to the stranger's phone. The claim now sees the token belongs to somebody else: the push is
+    /// cancelled, never sent, and the push-only notification joins Kari's inbox.
+    @Test func aPushQueuedWhileItsPhoneMovedToAnotherUserIsNeverSentToThem() throws {
+        try channels("push_only")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let phone = try f.device(kari)
+        let notification: UUID = try f.connection.query("""
+            INSERT INTO notifications (user_id, category, title, body, dedupe_key, in_inbox)
+            VALUES (\(kari), 'inactivity', 'Hei Kari', 'b', 'race', false) RETURNING id
+            """).first!.decode(0)
+        let job = try db.connect()
+        try job.execute("BEGIN")
+        try job.execute("""
+            WITH d AS (INSERT INTO deliveries (notification_id, device_token_id) VALUES (\(notification), \(phone.id)) RETURNING id)
+            INSERT INTO delivery_queue (delivery_id, provider) SELECT id, 'apns' FROM d
+            """)
+        let stranger = try f.mentor(try f.organization("Other"), "Stranger", lastActivityDaysAgo: 1, devices: 0)
+        try db.connect().execute("UPDATE device_tokens SET user_id = \(stranger) WHERE id = \(phone.id)") // commits at once
+        try job.execute("COMMIT")
+        #expect(try f.deliveryStates(kari) == ["pending"], "the app's cancel came first and found nothing")
+
+        let push = try PushEnvironment()
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.stdout.contains("CANCEL") && plan.stdout.contains("the device token moved to another user"), "\(plan.stdout)")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(push.server.requests().filter { $0.deviceToken == phone.token }.isEmpty, "nothing sent to the stranger's phone")
+        #expect(try f.deliveryStates(kari) == ["cancelled"])
+        let event: String = try f.connection.query("""
+            SELECT e.event || ': ' || e.detail FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id WHERE d.notification_id = \(notification)
+            """).first!.decode(0)
+        #expect(event == "cancelled: the device token moved to another user")
+        #expect(try listedInInbox(kari) == [true])
+        #expect((result.summary?["push"] as? [String: Any])?["cancelled_token_moved"] as? Int == 1, "\(result.stderr)")
+        #expect(try f.count("delivery_queue") == 0)
+    }
+
     /// The outcome write locks a queue row, then (its push failed) the notification, to list it; the app deleting
     /// that notification locks it, then its queue rows (0024's cancel). Neither may wait for the other in a
     /// circle: the listing skips a notification someone is changing.
