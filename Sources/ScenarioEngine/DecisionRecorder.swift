@@ -190,8 +190,17 @@ struct DecisionRecorder {
         let counts = try connection.query(query)
         guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
         let inserted: Int = try row.decode(0)
+        let enqueued: Int = try row.decode(1)
+        if enqueued > 0 {
+            // Checked again with a fresh snapshot: what the app committed since the candidates were read (a
+            // pause, a deactivation, pushes switched off) found none of this batch's pushes to cancel (0028).
+            try connection.execute("""
+                SELECT cancel_unwanted_new_pushes(array(
+                    SELECT id FROM notifications WHERE dedupe_key = ANY(\(PostgresArray(drafts.compactMap { $0?.dedupeKey }))::text[]) AND job_run_id = \(runID)))
+                """)
+        }
         summary.inboxRows += inserted
-        summary.deliveries += try row.decode(1)
+        summary.deliveries += enqueued
         summary.duplicates += planned - inserted
         summary.displaced += try row.decode(3)
     }

@@ -46,6 +46,45 @@ import TestSupport
             """).first?.decode(0)
     }
 
+    /// The app's changes committed while the job, having read its candidates, waited to record them: each
+    /// trigger found nothing of the job's queued yet, and the job's pushes went out all the same (a paused
+    /// mentor reminded, a user who had switched pushes off pushed). The batch's new pushes are checked again
+    /// once recorded (migration 0028), and cancelled as the triggers cancel them.
+    @Test func changesCommittedWhileTheJobWasDecidingCancelItsNewPushesToo() throws {
+        let names = ["Kari", "Ola", "Per", "Anne", "Eva"]
+        var mentor: [String: UUID] = [:]
+        for name in names { mentor[name] = try f.mentor(org, name, lastActivityDaysAgo: 20) }
+        // The gate: deliveries locked against writes (reads go on), so the job decides and waits to record.
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
+        let deadline = Date().addingTimeInterval(60)
+        func waiting() throws -> Int {
+            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
+        }
+        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
+        #expect(try waiting() == 1, "the job reached the gate")
+        try f.pause(mentor["Kari"]!, startedDaysAgo: 0.001, endsDaysAgo: nil, reason: "ferie")
+        try f.preferences(mentor["Ola"]!, master: false)
+        try f.preferences(mentor["Per"]!, inactivity: false)
+        try f.connection.execute("UPDATE users SET deactivated_at = now() WHERE id = \(mentor["Anne"]!)")
+        try gate.execute("COMMIT")
+        let result = try job.wait()
+        #expect(result.status == 0, "\(result.stderr)")
+
+        #expect(try cancelledBecause(mentor["Kari"]!) == "a pause of the mentor started before the push went out")
+        #expect(try cancelledBecause(mentor["Ola"]!) == "the user switched push notifications off before the push went out")
+        #expect(try cancelledBecause(mentor["Per"]!) == "the user switched inactivity off before the push went out")
+        #expect(try cancelledBecause(mentor["Anne"]!) == "the user was deactivated before the push went out")
+        for name in names.dropLast() {
+            #expect(try states(of: mentor[name]!) == ["cancelled"], "\(name)")
+            #expect(try f.inbox(mentor[name]!).count == 1, "\(name): the inbox row stays")
+        }
+        #expect(try states(of: mentor["Eva"]!) == ["pending"], "nobody else's")
+        #expect(try f.count("daily_push_slots") <= 1, "the cancelled pushes gave their slots back")
+    }
+
     @Test func switchingPushesOffCancelsTheWaitingPushAndKeepsTheInboxRow() throws {
         let kari = try remindedWithAPushWaiting()
         let ola = try remindedWithAPushWaiting("Ola")
