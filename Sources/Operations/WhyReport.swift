@@ -150,11 +150,17 @@ public struct WhyReport {
     /// When this report was read (the database's clock).
     public var readAt = Date()
 
-    /// A delivery still queued more than 5 minutes past its time: push-deliver (every minute) has not sent it.
+    /// A delivery still queued more than 5 minutes past its time, and not held by a claim: push-deliver (every
+    /// minute) has not sent it. A claim that ran out (its run crashed or was killed) holds nothing.
     public func isOverdue(_ delivery: Delivery) -> Bool {
-        guard delivery.state == "pending" || delivery.state == "retrying", delivery.claimedUntil == nil,
+        guard delivery.state == "pending" || delivery.state == "retrying", !isClaimed(delivery),
               let due = delivery.nextAttemptAt else { return false }
         return readAt.timeIntervalSince(due) > 300
+    }
+
+    /// Whether a running push-deliver holds the delivery now (its lease has not run out).
+    public func isClaimed(_ delivery: Delivery) -> Bool {
+        delivery.claimedUntil.map { $0 > readAt } ?? false
     }
 
     /// The decisions whose notification is one of `notifications`, by notification id.

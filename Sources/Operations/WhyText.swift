@@ -95,7 +95,7 @@ public enum WhyText {
                 }
             }
             for delivery in notification.deliveries {
-                line("    delivery \(delivery.id) to device \(delivery.deviceID) \(delivery.provider) \(delivery.token)\(delivery.environment.map { " (\($0))" } ?? ""): \(state(delivery))")
+                line("    delivery \(delivery.id) to device \(delivery.deviceID) \(delivery.provider) \(delivery.token)\(delivery.environment.map { " (\($0))" } ?? ""): \(state(delivery, in: report))")
                 if report.isOverdue(delivery) { line("      OVERDUE: \(overdue(report))") }
                 for event in delivery.events {
                     var text = "      \(time(event.at))  " + pad(event.event, 9) + " attempt \(event.attempt)"
@@ -123,7 +123,7 @@ public enum WhyText {
     }
 
     /// A delivery's state in words, with what happens next.
-    static func state(_ delivery: WhyReport.Delivery) -> String {
+    static func state(_ delivery: WhyReport.Delivery, in report: WhyReport) -> String {
         let attempts = "\(delivery.attempts) attempt\(delivery.attempts == 1 ? "" : "s")"
         var text: String
         switch delivery.state {
@@ -132,7 +132,10 @@ public enum WhyText {
         case "retrying": text = "RETRYING at \(delivery.nextAttemptAt.map(time) ?? "?"), \(attempts) so far"
         default: text = "\(delivery.state.uppercased()) \(time(delivery.updatedAt)), \(attempts)"
         }
-        if let lease = delivery.claimedUntil { text += ", claimed by a push-deliver run until \(time(lease))" }
+        if let lease = delivery.claimedUntil {
+            text += report.isClaimed(delivery) ? ", claimed by a push-deliver run until \(time(lease))"
+                : ", its claim by a push-deliver run ran out at \(time(lease)) (that run ended without giving it back)"
+        }
         if let error = delivery.lastError { text += ", last error: \(error)" }
         if let id = delivery.providerMessageID { text += ", provider message id \(id)" }
         return text

@@ -265,11 +265,20 @@ import TestSupport
         #expect(waiting.stdout.contains(": PENDING, due "), "\(waiting.stdout)")
         #expect(!waiting.stdout.contains("claimed by"))
 
-        try f.connection.execute("UPDATE delivery_queue SET lease_until = '2026-06-15T12:05:00Z'")
+        let until: Date = try f.connection.query("UPDATE delivery_queue SET lease_until = date_trunc('second', now()) + interval '5 minutes' RETURNING lease_until").first!.decode(0)
         let claimed = try why([kari.uuidString])
-        #expect(claimed.stdout.contains("0 attempts so far, claimed by a push-deliver run until 2026-06-15T12:05:00Z"), "\(claimed.stdout)")
+        #expect(claimed.stdout.contains("0 attempts so far, claimed by a push-deliver run until \(Jobs.iso(until))"), "\(claimed.stdout)")
         let json = try why([kari.uuidString, "--format", "json"])
-        #expect(json.stdout.contains(#""claimed_until":"2026-06-15T12:05:00Z""#), "\(json.stdout)")
+        #expect(json.stdout.contains(#""claimed_until":"\#(Jobs.iso(until))""#), "\(json.stdout)")
+
+        // Long due, held by a claim: not overdue, push-deliver has it.
+        try f.connection.execute("UPDATE delivery_queue SET next_attempt_at = now() - interval '20 minutes'")
+        #expect(try !why([kari.uuidString]).stdout.contains("OVERDUE"))
+        // The claim of a run that crashed ran out: nothing holds the push, and it is overdue.
+        let ranOut: Date = try f.connection.query("UPDATE delivery_queue SET lease_until = date_trunc('second', now()) - interval '10 minutes' RETURNING lease_until").first!.decode(0)
+        let stranded = try why([kari.uuidString])
+        #expect(stranded.stdout.contains("its claim by a push-deliver run ran out at \(Jobs.iso(ranOut))"), "\(stranded.stdout)")
+        #expect(stranded.stdout.contains("OVERDUE: no push-deliver run is on record"), "\(stranded.stdout)")
     }
 
     /// A push long past its time and not claimed: why is it still waiting? The last push-deliver run says (its
