@@ -80,8 +80,38 @@ import TestSupport
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             if let result = try? Jobs.run("impact-summary", ["--now", Jobs.iso(now)], database: database) { results.withLock { $0.append(result) } }
         }
-        #expect(results.withLock { $0 }.allSatisfy { $0.status == 0 })
+        let finished = results.withLock { $0 }
+        #expect(finished.count == 4 && finished.allSatisfy { $0.status == 0 })
         #expect(try f.count("notifications") == 200)
+    }
+
+    /// The four runs above meet at the job's lock (one decides, the others skip), never at the database's guard.
+    /// Here a run meets another writer of the same summary's notification mid-flight: the other's insert holds
+    /// the dedupe key, the run waits for it at the unique index, and once it commits the run stores nothing
+    /// and queues no second push; its decision says why, and its summary counts the duplicate.
+    @Test func aRunThatMeetsAnotherWriterOfTheSameNotificationStoresItOnce() throws {
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.impactSummary(mentor, year: 2025, computedDaysAgo: 2)
+        let other = try db.connect()
+        try other.execute("BEGIN")
+        try other.execute("""
+            INSERT INTO notifications (user_id, category, title, body, dedupe_key)
+            VALUES (\(mentor), 'impact_summary', 'From the other writer', 'b', \("impact_summary:\(mentor.lowercasedString):2025"))
+            """)
+        let job = try ProcessRunner.start(Paths.executable("impact-summary"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
+        let deadline = Date().addingTimeInterval(60)
+        func waiting() throws -> Int {
+            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
+        }
+        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
+        #expect(try waiting() == 1, "the run waits at the unique index")
+        try other.execute("COMMIT")
+        let result = try job.wait()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.summary?["duplicates"] as? Int == 1, "\(result.stderr)")
+        #expect(try f.decisions(mentor) == ["suppressed:already_notified"])
+        #expect(try f.inbox(mentor).map(\.title) == ["From the other writer"])
+        #expect(try f.deliveries(mentor) == 0, "no second push queued")
     }
 
     @Test func theSummaryOfOneOrganizationIsNeverAnnouncedByAnotherOrganizationsRun() throws {
