@@ -436,17 +436,47 @@ import TestSupport
         #expect(detail.contains("until further notice"), "\(detail)")
     }
 
+    /// The poll is the backstop for a lost NOTIFY: an event appended with no NOTIFY (a writer that does not
+    /// wake the service), after the service's first pass, is found by the next poll. A listener that polls
+    /// once a minute does not find it meanwhile, so nothing else did. (The event went in before: the first
+    /// pass found it, and the poll was never needed.)
     @Test func pollOnlyFindsEventsWithoutNotify() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: kari)
-        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--no-listen", "--poll-interval", "0.2"])
-        defer { kill(running.pid, SIGKILL) }
-        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())")
+        func started(_ arguments: [String]) throws -> (ProcessRunner.Running, URL) {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+            let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url] + arguments,
+                                                  environment: ["METRICS_DIR": directory.path])
+            let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+            let deadline = Date().addingTimeInterval(20)
+            while !FileManager.default.fileExists(atPath: file.path) && Date() < deadline { usleep(20_000) }
+            #expect(FileManager.default.fileExists(atPath: file.path), "the first pass is done (its heartbeat)")
+            return (running, directory)
+        }
+        let (listener, listenerMetrics) = try started(["--poll-interval", "60"])
+        let (poller, pollerMetrics) = try started(["--no-listen", "--poll-interval", "0.2"])
+        defer {
+            for (running, directory) in [(listener, listenerMetrics), (poller, pollerMetrics)] {
+                kill(running.pid, SIGKILL)
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
+        let silent = try db.connect()
+        try silent.execute("SET mentor_push.events = 'off'")
+        let pause: Int = try silent.query("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now()) RETURNING id").first!.decode(0)
+        try silent.execute("INSERT INTO events (kind, mentor_id, subject_id) VALUES ('pause_started', \(kari), \(String(pause)))")
         let deadline = Date().addingTimeInterval(10)
         while try f.inbox(linda).isEmpty && Date() < deadline { usleep(50_000) }
         #expect(try f.inbox(linda).count == 1)
-        kill(running.pid, SIGTERM)
-        _ = try running.wait(timeout: 20)
+        kill(poller.pid, SIGTERM)
+        _ = try poller.wait(timeout: 20)
+        kill(listener.pid, SIGTERM)
+        _ = try listener.wait(timeout: 20)
+        let deciders: [Int] = try f.connection.query("SELECT DISTINCT job_run_id FROM decisions WHERE user_id = \(linda)").map { try $0.decode(0) }
+        let pollerRun: Int = try f.connection.query("""
+            SELECT id FROM job_runs WHERE job = 'event-notify' ORDER BY id DESC LIMIT 1
+            """).first!.decode(0)
+        #expect(deciders == [pollerRun], "the poller (started last) found it, not the listener")
     }
 
     /// Two listeners at once, one killed with SIGKILL again and again while events keep coming: every event
