@@ -513,6 +513,51 @@ import TestSupport
         #expect(decisions == 60, "each event decided once")
     }
 
+    /// The test above kills listeners as they start, mostly before they take anything. Here one is killed inside
+    /// a batch, for sure: its events locked and decided, its recording held at a gate (the decisions table
+    /// locked against writes). Its transaction dies with it, and the next run takes every event: each
+    /// assignment announced once, each event decided once.
+    @Test func aListenerKilledInsideABatchLosesAndDoublesNothing() throws {
+        let mentors = try (0..<5).map { try f.mentor(org, "Mentor \($0)", lastActivityDaysAgo: 1, devices: 0) }
+        let coordinator = try f.user(org, "Linda", role: "coordinator")
+        for mentor in mentors { try f.scope(org, coordinator: coordinator, mentor: mentor) }
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE decisions IN EXCLUSIVE MODE")
+        let victim = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60", "--batch-size", "10"])
+        defer { kill(victim.pid, SIGKILL) }
+        try f.connection.execute("""
+            INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title)
+            SELECT \(org), m, \(coordinator), 'Oppdrag' FROM unnest(\(PostgresArray(mentors))::uuid[]) AS m
+            """)
+        var deadline = Date().addingTimeInterval(30)
+        func waiting() throws -> Int {
+            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
+        }
+        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
+        #expect(try waiting() == 1, "the listener is recording its batch, at the gate")
+        let free: Int = try f.connection.transaction {
+            try f.connection.query("SELECT count(*) FROM (SELECT id FROM events WHERE processed_at IS NULL FOR UPDATE SKIP LOCKED) e").first!.decode(0)
+        }
+        #expect(free == 0, "its batch holds all five events")
+        kill(victim.pid, SIGKILL)
+        _ = try victim.wait(timeout: 20)
+        try gate.execute("COMMIT")
+        // Its backend ends once it finds its client gone (at the statement's end); then the events are free.
+        deadline = Date().addingTimeInterval(30)
+        while try pending() > 0 && Date() < deadline {
+            try once()
+            usleep(100_000)
+        }
+        #expect(try pending() == 0)
+        #expect(try f.inbox(coordinator).isEmpty, "a new assignment goes to its mentor")
+        for mentor in mentors {
+            #expect(try f.inbox(mentor).map(\.category) == ["new_assignment"], "announced once")
+        }
+        let decisions: Int = try f.connection.query("SELECT count(*)::int FROM decisions WHERE scenario = 'new_assignment'").first!.decode(0)
+        #expect(decisions == 5, "each event decided once")
+    }
+
     @Test func processedEventsArePrunedAfterTheRetention() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: nil, devices: 0)
         for _ in 0..<3 { try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(kari), now())") }
