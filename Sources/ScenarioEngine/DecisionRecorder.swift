@@ -127,7 +127,7 @@ struct DecisionRecorder {
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
             ), to_queue AS (
-                SELECT i.id AS notification_id, d.id AS token_id, d.provider, coalesce(t.deliver_at, now()) AS due
+                SELECT i.id AS notification_id, d.id AS token_id, d.provider, coalesce(t.deliver_at, least(now(), \(asOf)::timestamptz)) AS due
                   FROM inserted i
                   JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, deliver_at, push FROM input WHERE outcome = 'notified'
                          ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key

@@ -802,6 +802,29 @@ import TestSupport
     /// The jobs defer a push they decide inside the recipient's quiet hours; a retry (or a push released in an
     /// outage) comes due later on its own, and may then fall in them: it waits for the window to end, with no
     /// attempt counted. A first push on time goes out (the job already judged it); a critical one always does.
+    /// A catch-up run (`--now` three hours back, the timer was down) decides as of then, outside the
+    /// recipient's quiet hours, but sends now, inside them: its pushes were queued due at the database's now,
+    /// not late, and went out at once. They are now due as of the run, so late, and wait for the window to
+    /// end like any late push.
+    @Test func aCatchUpRunDoesNotPushInsideTheQuietHoursOfTheRealTime() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end)
+            VALUES (\(org), (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time)
+            """)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        try f.device(kari, provider: "apns")
+        let result = try Jobs.inactivityCheck(db, now: Date().addingTimeInterval(-3 * 3_600), environment: push.variables)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try f.decisions(kari) == ["notified:notified"], "outside the window as of the run")
+        #expect(pushes(.apns).isEmpty, "not pushed inside the window of the real time")
+        let waiting = try #require(try f.connection.query("""
+            SELECT extract(epoch FROM q.next_attempt_at - now())::int FROM delivery_queue q
+            """).first)
+        #expect((3000...3700).contains(try waiting.decode(0, as: Int.self)), "due when the window ends, in about an hour")
+    }
+
     @Test func aRetryInsideItsRecipientsQuietHoursWaitsForTheWindowToEnd() throws {
         try bulkDeliveries(3)
         try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
