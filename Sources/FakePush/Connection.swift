@@ -32,8 +32,15 @@ final class ConnectionContext: @unchecked Sendable {
     private var peakOpenStreams = 0
     /// The client broke the stream limit and the connection is closing.
     private var closingForViolation = false
-    /// The highest stream ID answered so far (GOAWAY's last-stream-id).
-    var highestAnsweredStreamID = 0
+    /// The highest stream ID whose request was taken in hand, answered or with its answer still to come
+    /// (GOAWAY's last-stream-id: "the highest-numbered stream … on which the sender … might yet take some
+    /// action", RFC 9113 §6.8).
+    var highestProcessedStreamID = 0
+    /// Answers waiting for their delay to pass.
+    var pendingAnswers = 0
+    /// A graceful GOAWAY (NO_ERROR) went out while answers were pending: the connection closes once they are
+    /// written, as a server shutting down lets the streams it named finish.
+    var closeWhenAnswered = false
     private let core: FakePushCore
     private var random: SplitMix64
 
@@ -116,19 +123,25 @@ final class ConnectionContext: @unchecked Sendable {
         core.recording.withLock { $0.streamLimitViolations += 1 }
         channel.eventLoop.execute {
             let google = self.firstProvider == .fcm || self.firstProvider == .oauth
-            self.goAway(lastStreamID: self.highestAnsweredStreamID, errorCode: .protocolError,
+            self.goAway(lastStreamID: self.highestProcessedStreamID, errorCode: .protocolError,
                         debugData: google ? Self.googleStreamLimitViolated : Self.streamLimitViolated)
         }
     }
 
-    /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID` and then closes the connection.
+    /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID`, then closes the connection: at once after an
+    /// error, or for NO_ERROR once the answers still pending are written.
     func goAway(lastStreamID: Int, errorCode: HTTP2ErrorCode = .noError, debugData: String?) {
         var opaque: ByteBuffer? = nil
         if let debugData { opaque = channel.allocator.buffer(string: debugData) }
         let frame = HTTP2Frame(streamID: .rootStream,
                                payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: errorCode, opaqueData: opaque))
         let channel = self.channel
-        channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+        if errorCode == .noError && pendingAnswers > 0 {
+            closeWhenAnswered = true
+            channel.writeAndFlush(frame, promise: nil)
+        } else {
+            channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 
     /// A fresh lower-case version-4 UUID (APNs `apns-id`, `apns-unique-id`), cheaply.
@@ -362,18 +375,28 @@ final class StreamsHandler: ChannelInboundHandler {
         case .drop:
             connection.channel.close(promise: nil)
         case .goAway(let debugData):
-            connection.goAway(lastStreamID: connection.highestAnsweredStreamID, debugData: debugData)
-        case .respond(let response, let delay, let afterwards):
+            // This stream is not taken in hand: the GOAWAY names the streams before it.
+            connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: debugData)
+        case .respond(let response, let delay, let afterwards, let answered):
+            connection.highestProcessedStreamID = max(connection.highestProcessedStreamID, Int(streamID))
             if let delay {
+                connection.pendingAnswers += 1
                 context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
-                    // The client may have reset the stream, or the connection closed, while the answer waited.
-                    guard self.streams[streamID] != nil else { return }
+                    self.connection.pendingAnswers -= 1
+                    defer {
+                        if self.connection.closeWhenAnswered && self.connection.pendingAnswers == 0 { context.channel.close(promise: nil) }
+                    }
+                    // The client may have reset the stream, or the connection closed (no stream event says so
+                    // then), while the answer waited: then it was never given, and its record says so.
+                    guard self.streams[streamID] != nil, context.channel.isActive else { return }
                     self.respond(response, streamID: streamID, afterwards: afterwards, context: context)
+                    answered()
                     context.flush()
                     self.flushPending = false
                 }
             } else {
                 respond(response, streamID: streamID, afterwards: afterwards, context: context)
+                answered()
             }
         }
     }
@@ -392,12 +415,10 @@ final class StreamsHandler: ChannelInboundHandler {
             let buffer = context.channel.allocator.buffer(string: response.body)
             write(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))), context: context)
         }
-        let id = Int(streamID)
-        if id > connection.highestAnsweredStreamID { connection.highestAnsweredStreamID = id }
         if case .goAway(let debugData) = afterwards {
             context.flush()
             flushPending = false
-            connection.goAway(lastStreamID: id, debugData: debugData)
+            connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: debugData)
         }
     }
 }

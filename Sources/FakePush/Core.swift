@@ -43,8 +43,10 @@ struct HandlerOutcome {
 
 /// What the stream should do with a request, decided by ``FakePushCore/handle(_:)``.
 enum StreamPlan {
-    /// Write the response now, or after `delay`, then do `afterwards`.
-    case respond(FakeResponse, delay: TimeAmount?, afterwards: AfterResponse)
+    /// Write the response now, or after `delay`, then do `afterwards`; `answered` once it is written (the
+    /// request's record shows the answer, and an accepted push counts, only then: a delayed answer the
+    /// connection's end cut off was never given).
+    case respond(FakeResponse, delay: TimeAmount?, afterwards: AfterResponse, answered: @Sendable () -> Void)
     /// Answer nothing: send GOAWAY (last-stream-id below this stream) with optional debug data, then close.
     case goAway(debugData: String?)
     /// Answer nothing: close the TCP connection.
@@ -162,11 +164,24 @@ final class FakePushCore: Sendable {
             delay = .nanoseconds(Int64(configuration.responseLatency * 1_000_000_000))
         }
 
-        record(request, provider: provider, outcome: outcome, fault: fault)
-        if outcome.response.status == 200, let accepted = outcome.accepted {
-            configuration.onAccepted?(accepted)
+        let index = record(request, provider: provider, outcome: outcome, fault: fault, answered: false)
+        let answer = outcome
+        return .respond(outcome.response, delay: delay, afterwards: afterwards, answered: { [self] in
+            self.answered(index, outcome: answer)
+        })
+    }
+
+    /// The answer to the request recorded at `index` (nil: recording is off) was written.
+    private func answered(_ index: Int?, outcome: HandlerOutcome) {
+        let accepted = outcome.response.status == 200
+        recording.withLock { state in
+            if accepted { state.accepted += 1 }
+            guard let index else { return }
+            state.requests[index].status = outcome.response.status
+            state.requests[index].responseHeaders = outcome.response.headers
+            state.requests[index].responseBody = outcome.response.body
         }
-        return .respond(outcome.response, delay: delay, afterwards: afterwards)
+        if accepted, let push = outcome.accepted { configuration.onAccepted?(push) }
     }
 
     private func handleNormally(_ request: FakeRequest, provider: Provider) -> HandlerOutcome {
@@ -200,14 +215,17 @@ final class FakePushCore: Sendable {
 
     // MARK: Recording
 
-    private func record(_ request: FakeRequest, provider: Provider, outcome: HandlerOutcome?, fault: Fault?) {
-        let accepted = outcome?.response.status == 200
+    /// Records a request (its answer too, unless `answered` is false: ``answered(_:outcome:)`` fills it in once
+    /// written); returns its index in the recording, nil when recording is off.
+    @discardableResult
+    private func record(_ request: FakeRequest, provider: Provider, outcome: HandlerOutcome?, fault: Fault?, answered: Bool = true) -> Int? {
+        let accepted = answered && outcome?.response.status == 200
         guard configuration.recordRequests else {
             recording.withLock { state in
                 state.received += 1
                 if accepted { state.accepted += 1 }
             }
-            return
+            return nil
         }
         var headers: [(String, String)] = []
         headers.reserveCapacity(request.headers.count)
@@ -222,17 +240,18 @@ final class FakePushCore: Sendable {
             body: Data(request.body.readableBytesView),
             connectionID: request.connection.id,
             streamID: request.streamID,
-            status: outcome?.response.status ?? 0,
-            responseHeaders: outcome?.response.headers ?? [],
-            responseBody: outcome?.response.body ?? "",
+            status: answered ? outcome?.response.status ?? 0 : 0,
+            responseHeaders: answered ? outcome?.response.headers ?? [] : [],
+            responseBody: answered ? outcome?.response.body ?? "" : "",
             jwtIssuedAt: outcome?.jwtIssuedAt.map { Int($0) },
             fault: fault,
             validateOnly: outcome?.validateOnly ?? false,
             receivedAt: request.receivedAt)
-        recording.withLock { state in
+        return recording.withLock { state in
             state.received += 1
             if accepted { state.accepted += 1 }
             state.requests.append(recorded)
+            return state.requests.count - 1
         }
     }
 }

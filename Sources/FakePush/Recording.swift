@@ -28,7 +28,8 @@ public struct RecordedRequest: Sendable {
     public var connectionID: Int
     /// The HTTP/2 stream ID.
     public var streamID: Int
-    /// The status answered, or 0 when the fake answered nothing (`dropConnection`, `goaway`).
+    /// The status answered, or 0 when the fake answered nothing (`dropConnection`, `goaway`, or a delayed answer
+    /// the connection's end cut off: a request is recorded when it is complete, its answer once written).
     public var status: Int
     /// The response headers (without `:status`).
     public var responseHeaders: [(String, String)]

@@ -318,6 +318,41 @@ import TestSupport
         #expect(harness.server.requests().map(\.status) == [0])
     }
 
+    /// A delayed answer the client gave up on (its connection closed first) was never given: its record says
+    /// status 0 and it is not counted accepted. It said 200 before, so a client that took an unanswered push
+    /// for sent matched the fake's record.
+    @Test func aDelayedAnswerTheClientGaveUpOnIsRecordedAsNeverGiven() throws {
+        let harness = try Harness()
+        harness.server.inject(.slow(seconds: 1.5))
+        let response = try harness.curl(.apns(Tokens.apns(), jwt: try harness.apnsJWT()), extraArguments: ["--max-time", "0.5"])
+        #expect(response.status == 0)
+        usleep(2_000_000) // past the delay
+        #expect(harness.server.requests().map(\.status) == [0])
+        #expect(harness.server.receivedCount == 1)
+        #expect(harness.server.acceptedCount == 0)
+    }
+
+    /// A graceful GOAWAY names the streams taken in hand (an answer still to come included) and lets them be
+    /// answered before the connection closes (RFC 9113 §6.8). It named only the streams answered, and closed at
+    /// once: the pending answer was lost, and its push was recorded 200 all the same.
+    @Test func aGracefulGoawayLetsTheStreamsItNamesBeAnswered() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 10 }
+        harness.server.inject(.slow(seconds: 1))
+        harness.server.inject(.goaway)
+        let jwt = try harness.apnsJWT()
+        let responses = try harness.curl([.apns(Tokens.apns(), jwt: jwt), .apns(Tokens.apns(), jwt: jwt)], extraArguments: ["-Z"])
+        let recorded = harness.server.requests()
+        let first = recorded.filter { $0.connectionID == recorded[0].connectionID }.sorted { $0.streamID < $1.streamID }
+        try #require(first.count == 2)
+        #expect(first.map(\.fault) == [.slow(seconds: 1), .goaway], "the first stream is the slow one")
+        #expect(first.map(\.status) == [200, 0], "the slow one answered after the GOAWAY; the other never")
+        // The GOAWAY told curl the second stream was not taken in hand, so it sent that one again on a new
+        // connection; the slow one, answered, went once.
+        #expect(recorded.filter { $0.deviceToken == first[0].deviceToken }.count == 1)
+        #expect(recorded.filter { $0.deviceToken == first[1].deviceToken }.map(\.status) == [0, 200])
+        #expect(responses.map(\.status) == [200, 200], "\(responses.map(\.stderr))")
+    }
+
     @Test func slowFaultAnswersLateWithoutBlockingTheEventLoop() throws {
         let harness = try Harness()  // one event-loop thread
         harness.server.inject(.slow(seconds: 1.5))
