@@ -139,7 +139,10 @@ final class OutcomeRecorder {
             for retirement in retirements {
                 let reason = "device token retired: \(retirement.reason)"
                 // The token's other queued deliveries are settled as failed: their queue rows locked in id order
-                // first, like a flush does, then taken out of the queue.
+                // first, like a flush does, then taken out of the queue. A row someone holds is skipped: this is a
+                // second pass after the outcome write's (out of id order), and the app cancelling those pushes at
+                // that moment locks them, then the write's next; waiting closed a circle. Its holder settles it, or
+                // the next claim finds its token retired.
                 // The token's row is taken with SKIP LOCKED: this write already holds queue rows, and the app
                 // changing the token (moving it to another user: 0025's cancel, which locks its queue rows)
                 // holds the row first; waiting could close a circle. A token the app is changing at that very
@@ -156,7 +159,7 @@ final class OutcomeRecorder {
                         SELECT q.delivery_id FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                          WHERE d.device_token_id IN (SELECT id FROM retired) AND d.id <> \(retirement.deliveryID)
                          ORDER BY q.delivery_id
-                           FOR UPDATE OF q
+                           FOR UPDATE OF q SKIP LOCKED
                     ), dequeued AS (
                         DELETE FROM delivery_queue q USING open o WHERE q.delivery_id = o.delivery_id
                         RETURNING q.delivery_id

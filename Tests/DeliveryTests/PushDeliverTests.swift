@@ -353,6 +353,37 @@ import TestSupport
                 "left as it is")
     }
 
+    /// The retirement settles the token's other queued pushes, locking their queue rows after the outcome
+    /// write locked its own: a second pass, out of id order. The app cancelling those very pushes at that moment
+    /// (pushes switched off: it locks them in id order, and the write's next) closed a circle, and the app's
+    /// statement was the one aborted (40P01). The retirement now skips a row someone holds: the holder settles
+    /// it, or the next claim finds its token retired.
+    @Test func aRetirementDoesNotWaitForAQueuedPushTheAppIsCancelling() throws {
+        let made = try pendingNotifications([("Kari", 1)])
+        let device = made[0].devices[0]
+        let later: Int = try f.connection.query("""
+            WITH n AS (INSERT INTO notifications (user_id, category, title, body, dedupe_key) VALUES (\(made[0].user), 'inactivity', 't', 'b', 'later') RETURNING id),
+                 d AS (INSERT INTO deliveries (notification_id, device_token_id) SELECT id, \(device.id) FROM n RETURNING id)
+            INSERT INTO delivery_queue (delivery_id, provider, next_attempt_at) SELECT id, 'apns', now() + interval '1 hour' FROM d RETURNING delivery_id
+            """).first!.decode(0)
+        push.server.setToken(device.token, .unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000))
+        let app = try db.connect()
+        try app.execute("BEGIN")
+        try app.execute("SELECT delivery_id FROM delivery_queue WHERE delivery_id = \(later) FOR UPDATE")
+        let result = try Jobs.run("push-deliver", ["--statement-timeout", "2"], database: db, environment: push.variables)
+        try app.execute("COMMIT")
+        #expect(result.status == 0, "\(result.stderr)")
+        let states: [String] = try f.connection.query("SELECT state FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        #expect(states == ["failed", "pending"], "the pushed one settled; the one the app held left to its holder")
+        #expect(try f.connection.query("SELECT retired_at IS NOT NULL FROM device_tokens WHERE id = \(device.id)").first!.decode(0, as: Bool.self))
+        // Due now, it meets the retired token at the next claim: settled, never sent.
+        try f.makeDue(where: "d.id = \(later)")
+        let sent = pushes(.apns).count
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(pushes(.apns).count == sent)
+        #expect(try f.connection.query("SELECT state FROM deliveries WHERE id = \(later)").first!.decode(0, as: String.self) == "failed")
+    }
+
     @Test func aTokenReRegisteredAfterThe410TimestampIsKept() throws {
         let org = try f.organization("Org")
         let user = try f.mentor(org, "Back again", lastActivityDaysAgo: 20, devices: 0)
