@@ -63,7 +63,7 @@ public struct AvailabilityChange: EventScenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         if !candidate.lifted, let end = candidate.endsAt, end <= now {
-            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause was lifted before its start was announced: the lift is announced instead")
+            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause had ended (\(Timestamp.iso8601(end))) before its start was announced: nothing to announce now (a lift the app saved is announced on its own)")
         }
         let message = rule.messages.render(recipient.language, AvailabilityChange.values(candidate, language: recipient.language, zone: recipient.timeZone, now: now))
         let mentor = candidate.mentorID.lowercasedString

@@ -827,6 +827,7 @@ import TestSupport
         #expect(Set(sent.compactMap(\.deviceToken)).count == 2000, "no delivery sent twice")
         let perProcess = results.compactMap { ($0.summary?["push"] as? [String: Any])?["sent"] as? Int }
         #expect(perProcess.reduce(0, +) == 2000)
+        #expect(perProcess.count == 4, "each of the four reported what it sent")
         #expect(authorizations().count == 1, "the four processes send one provider token")
     }
 

@@ -82,6 +82,7 @@ import _CryptoExtras
         }
         do {
             _ = try APNsCredentials(keyFile: dir.appendingPathComponent("missing.p8").path, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", topic: "a.b")
+            Issue.record("a missing key file was loaded")
         } catch let error as PushConfigurationError {
             #expect(error.message == "APNS_KEY_FILE: no such file: \(dir.appendingPathComponent("missing.p8").path)")
         }
