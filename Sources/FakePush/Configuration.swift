@@ -66,6 +66,14 @@ extension FakePushServer {
         public var apnsNarrowAfterError = false
         /// The stream limit a connection advertises once it has sent its first FCM request (Google: about 100).
         public var fcmMaxConcurrentStreams = 100
+        /// After this many requests taken in hand on one connection, it sends a graceful GOAWAY (NO_ERROR) naming
+        /// the last of them, lets their answers out and closes: a server recycling its connections (fact sheet
+        /// §1.8 item 9, "GOAWAY after N streams"). Streams the client opened past it are refused, unprocessed, for
+        /// it to send again elsewhere. nil: never.
+        public var goAwayAfterStreams: Int? = nil
+        /// A connection with no stream open for this many seconds gets a GOAWAY (NO_ERROR; APNs with debug data
+        /// `{"reason":"IdleTimeout"}`) and is closed (fact sheet §1.8 item 9). nil: never.
+        public var idleTimeout: Double? = nil
 
         // MARK: APNs
 

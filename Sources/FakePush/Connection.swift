@@ -41,6 +41,12 @@ final class ConnectionContext: @unchecked Sendable {
     /// A graceful GOAWAY (NO_ERROR) went out while answers were pending: the connection closes once they are
     /// written, as a server shutting down lets the streams it named finish.
     var closeWhenAnswered = false
+    /// The last-stream-id of the GOAWAY sent, if one was: a stream above it is not taken in hand.
+    private(set) var goAwayLastStreamID: Int?
+    /// Requests taken in hand on this connection (``FakePushServer/Configuration/goAwayAfterStreams``).
+    var processedStreams = 0
+    /// Bumped whenever a stream opens: an idle check scheduled before it is void.
+    private var idleGeneration = 0
     private let core: FakePushCore
     private var random: SplitMix64
 
@@ -95,6 +101,7 @@ final class ConnectionContext: @unchecked Sendable {
     func admitStream() -> StreamAdmission {
         if openStreams < advertisedMaxConcurrentStreams {
             openStreams += 1
+            idleGeneration &+= 1
             if openStreams > peakOpenStreams {
                 peakOpenStreams = openStreams
                 core.notePeakOpenStreams(openStreams)
@@ -111,6 +118,19 @@ final class ConnectionContext: @unchecked Sendable {
     /// An admitted stream closed.
     func streamClosed() {
         openStreams -= 1
+        if openStreams == 0 { scheduleIdleGoAway() }
+    }
+
+    /// With an idle timeout configured: a GOAWAY if no stream opens before it passes (from the connection's
+    /// start, and from each moment its last open stream closes).
+    func scheduleIdleGoAway() {
+        guard let timeout = core.configuration.idleTimeout else { return }
+        let generation = idleGeneration
+        channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1_000_000_000))) {
+            guard self.idleGeneration == generation, self.openStreams == 0, self.goAwayLastStreamID == nil, self.channel.isActive else { return }
+            self.goAway(lastStreamID: self.highestProcessedStreamID,
+                        debugData: self.firstProvider == .fcm || self.firstProvider == .oauth ? nil : #"{"reason":"IdleTimeout"}"#)
+        }
     }
 
     /// The client opened a stream over a limit it had acknowledged: counts it, sends GOAWAY (PROTOCOL_ERROR)
@@ -131,6 +151,7 @@ final class ConnectionContext: @unchecked Sendable {
     /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID`, then closes the connection: at once after an
     /// error, or for NO_ERROR once the answers still pending are written.
     func goAway(lastStreamID: Int, errorCode: HTTP2ErrorCode = .noError, debugData: String?) {
+        goAwayLastStreamID = min(goAwayLastStreamID ?? lastStreamID, lastStreamID)
         var opaque: ByteBuffer? = nil
         if let debugData { opaque = channel.allocator.buffer(string: debugData) }
         let frame = HTTP2Frame(streamID: .rootStream,
@@ -231,6 +252,7 @@ final class StreamsHandler: ChannelInboundHandler {
     private func openConnectionWindow(context: ChannelHandlerContext) {
         guard !connectionWindowOpened else { return }
         connectionWindowOpened = true
+        connection.scheduleIdleGoAway() // once, as the connection starts serving
         let increment = connectionWindow - 65_535
         if increment > 0 {
             context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
@@ -360,6 +382,11 @@ final class StreamsHandler: ChannelInboundHandler {
         for (name, value, _) in headers {
             if name == ":path" { rawPath = value } else if name == ":method" { method = value }
         }
+        if let last = connection.goAwayLastStreamID, Int(streamID) > last {
+            // Past the GOAWAY sent: not taken in hand (the client knows to send it again on another connection).
+            write(HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream)), context: context)
+            return
+        }
         let path = rawPath.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(rawPath[..<$0]) } ?? rawPath
         let request = FakeRequest(
             method: method,
@@ -379,6 +406,14 @@ final class StreamsHandler: ChannelInboundHandler {
             connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: debugData)
         case .respond(let response, let delay, let afterwards, let answered):
             connection.highestProcessedStreamID = max(connection.highestProcessedStreamID, Int(streamID))
+            connection.processedStreams += 1
+            defer {
+                if let limit = core.configuration.goAwayAfterStreams, connection.processedStreams == limit, connection.goAwayLastStreamID == nil {
+                    flushPending = false
+                    context.flush()
+                    connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: nil)
+                }
+            }
             if let delay {
                 connection.pendingAnswers += 1
                 context.eventLoop.assumeIsolated().scheduleTask(in: delay) {

@@ -66,6 +66,9 @@ public final class HTTP2Client {
     private var connectionKey: Int?
     /// A request taken from `next` with a new connection key, waiting for what is in flight to finish.
     private var waitingForNewConnection: HTTPRequest?
+    /// When the client last had a request in flight: after half a second without, its connections are checked for
+    /// what the server said meanwhile before the next request goes out (``SocketWatch/idleConnectionHasNews()``).
+    private var lastBusy = ContinuousClock.now
     /// New requests handed to libcurl before they are sent and pushed out together: enough that several share
     /// a segment, few enough that the server starts on them while the client prepares the next ones (one
     /// push for a window of 100 makes the two take turns). With `make bench-outbox` on 2 cores, 16 to 64 did
@@ -152,6 +155,10 @@ public final class HTTP2Client {
                     completed(request, .failure(HTTPTransportError(.notStarted, "\(HTTP2Client.origin(request.url)): not started in time")))
                     continue
                 }
+                if active.isEmpty && ContinuousClock.now - lastBusy > .milliseconds(500) && watch.idleConnectionHasNews() {
+                    // A GOAWAY (or the close) that came while idle: the next request goes on a new connection.
+                    _ = closeConnections()
+                }
                 start(request)
                 startedSincePush += 1
                 if startedSincePush == HTTP2Client.requestsPerPush {
@@ -161,6 +168,7 @@ public final class HTTP2Client {
             }
             if active.isEmpty {
                 watch.pushCorked()
+                lastBusy = ContinuousClock.now
                 return
             }
             wait()
@@ -351,6 +359,18 @@ final class SocketWatch {
     private(set) var connections: [(socket: curl_socket_t, origin: String?, corked: Bool)] = []
     /// Connections that have not answered yet.
     private(set) var unansweredConnections = 0
+
+    /// Whether a connection kept while the client was idle has something to read: the server said something
+    /// meanwhile (a GOAWAY: it closed an idle connection, `IdleTimeout`), which libcurl, watching no socket
+    /// between transfers, has not read. libcurl 7.88 would put the next request on it and fail it with
+    /// "Error in the HTTP2 framing layer" (curl 16).
+    func idleConnectionHasNews() -> Bool {
+        for connection in connections {
+            var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, 0) > 0 { return true }
+        }
+        return false
+    }
 
     init(epoll: Int32) { self.epoll = epoll }
 

@@ -812,6 +812,38 @@ import TestSupport
         #expect(try replaced.decode(0, as: Bool.self), "the damaged row was replaced by the token sent")
     }
 
+    /// A connection left idle gets GOAWAY `{"reason":"IdleTimeout"}` (fact sheet §1.8 item 9; Google's front ends
+    /// close idle connections so too): event-notify, which keeps its client for its whole life, pushes the next
+    /// event on a new connection. It put it on the closed one, libcurl failed it ("Error in the HTTP2 framing
+    /// layer", curl 16), and the push waited for a retry with an attempt counted.
+    @Test func aPushAfterTheProviderClosedAnIdleConnectionGoesOut() throws {
+        let idle = try PushEnvironment { $0.idleTimeout = 0.3 }
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda)
+        try f.scope(org, coordinator: linda, mentor: kari)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "0.2"],
+                                              environment: idle.variables)
+        defer { kill(running.pid, SIGKILL) }
+        for (index, mentor) in [kari, ola].enumerated() {
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor), now(), 'ferie')")
+            let deadline = Date().addingTimeInterval(15)
+            while try f.deliveryStates(linda).filter({ $0 == "sent" }).count < index + 1 && Date() < deadline { usleep(20_000) }
+            #expect(try f.deliveryStates(linda).filter { $0 == "sent" }.count == index + 1, "push \(index + 1) sent")
+            usleep(1_500_000) // idle past the timeout: the provider closes the connection
+        }
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.summary?["exit_code"] as? Int == 0 || result.signal == SIGTERM, "\(result.stderr)")
+        let errors: [String] = try f.connection.query("SELECT state || ': ' || coalesce(last_error, '-') FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        #expect(try f.deliveryStates(linda) == ["sent", "sent"], "\(errors)")
+        let apns = idle.server.requests().filter { $0.provider == .apns }
+        #expect(apns.count == 2 && Set(apns.map(\.connectionID)).count == 2, "the second on a new connection")
+    }
+
     @Test func fourConcurrentPushDeliverProcessesSendEachDeliveryExactlyOnce() throws {
         try bulkDeliveries(2000)
         var environment = push.variables

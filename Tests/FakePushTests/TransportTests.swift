@@ -88,6 +88,18 @@ import TestSupport
         #expect(details.contains(#"{"reason":"Shutdown"}"#))
     }
 
+    /// A server recycling its connection (`goAwayAfterStreams`, fact sheet §1.8 item 9): after its first request
+    /// it sends a graceful GOAWAY naming that stream and answers it; the stream past it is not taken in hand.
+    @Test func goawayAfterNStreamsNamesTheLastOneTakenInHandAndRefusesTheRest() throws {
+        let harness = try Harness { $0.initialMaxConcurrentStreams = 10; $0.goAwayAfterStreams = 1 }
+        let output = try nghttp(harness, path: "/3/device/\(Tokens.apns())", headers: [
+            "authorization: bearer \(try harness.apnsJWT())", "apns-topic: \(Harness.topic)",
+        ], extra: ["-m", "2"])
+        let details = try #require(output.range(of: "recv GOAWAY").map { output[$0.lowerBound...].prefix(300) }, "\(output)")
+        #expect(details.contains("last_stream_id=1") && details.contains("error_code=NO_ERROR"), "\(details)")
+        #expect(harness.server.requests().map(\.status) == [200], "one taken in hand and answered")
+    }
+
     @Test func aStreamOverTheLimitBeforeTheSettingsAckIsRefused() throws {
         let harness = try Harness { $0.initialMaxConcurrentStreams = 1 }
         let events = try rawHTTP2(harness, acknowledgeSettings: false)
@@ -285,11 +297,11 @@ import TestSupport
     }
 
     /// Runs `nghttp -v` (POST, body `{}`) against the fake and returns what it printed.
-    private func nghttp(_ harness: Harness, path: String, headers: [String]) throws -> String {
+    private func nghttp(_ harness: Harness, path: String, headers: [String], extra: [String] = []) throws -> String {
         let body = harness.directory.appendingPathComponent("nghttp-body-\(UUID().uuidString).json")
         try FileManager.default.createDirectory(at: harness.directory, withIntermediateDirectories: true)
         try Data(#"{"aps":{}}"#.utf8).write(to: body)
-        let arguments = ["-v", "-n", "-d", body.path] + headers.flatMap { ["-H", $0] } + [harness.baseURL + path]
+        let arguments = ["-v", "-n", "-d", body.path] + extra + headers.flatMap { ["-H", $0] } + [harness.baseURL + path]
         return try ProcessRunner.run("/usr/bin/nghttp", arguments, timeout: 30).stdout
     }
 }
