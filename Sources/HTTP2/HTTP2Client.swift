@@ -66,6 +66,10 @@ public final class HTTP2Client {
     private var connectionKey: Int?
     /// A request taken from `next` with a new connection key, waiting for what is in flight to finish.
     private var waitingForNewConnection: HTTPRequest?
+    /// Requests a connection's GOAWAY kept off the wire (curl 16 with no answer), to start again before new ones.
+    private var resendAfterGoaway: [HTTPRequest] = []
+    /// The tags of the requests started again so (each once per `run`).
+    private var resentOnce = Set<Int>()
     /// When the client last had a request in flight: after half a second without, its connections are checked for
     /// what the server said meanwhile before the next request goes out (``SocketWatch/idleConnectionHasNews()``).
     private var lastBusy = ContinuousClock.now
@@ -139,7 +143,10 @@ public final class HTTP2Client {
         while true {
             var startedSincePush = 0
             while !exhausted && active.count < currentWindow {
-                guard let request = waitingForNewConnection ?? next() else { exhausted = true; break }
+                guard let request = waitingForNewConnection ?? (resendAfterGoaway.isEmpty ? nil : resendAfterGoaway.removeFirst()) ?? next() else {
+                    exhausted = true
+                    break
+                }
                 waitingForNewConnection = nil
                 if let key = request.connectionKey, key != connectionKey {
                     if connectionKey != nil {
@@ -169,6 +176,7 @@ public final class HTTP2Client {
             if active.isEmpty {
                 watch.pushCorked()
                 lastBusy = ContinuousClock.now
+                resentOnce.removeAll()
                 return
             }
             wait()
@@ -186,8 +194,18 @@ public final class HTTP2Client {
                 }
                 let result = finish(transfer, code: code)
                 let request = transfer.request!
+                let neverOnTheWire = code == CURLE_HTTP2 && transfer.responseHeaders.isEmpty
                 transfer.reset()
                 idle.append(transfer)
+                if neverOnTheWire && resentOnce.insert(request.tag).inserted {
+                    // libcurl 7.88 puts a request on a connection whose GOAWAY it has read (the server recycled it,
+                    // or closed it idle) and nghttp2 refuses to open the stream there: "Error in the HTTP2 framing
+                    // layer" (curl 16), with nothing of it sent. libcurl drops that connection; the request goes
+                    // again at once, once, on a new one (as a retry it waited 15-30 s with an attempt counted).
+                    resendAfterGoaway.append(request)
+                    exhausted = false
+                    continue
+                }
                 completed(request, result)
                 // A completion may have produced more work (a resend after a credential refresh): ask again.
                 exhausted = false

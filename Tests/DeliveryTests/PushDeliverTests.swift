@@ -255,20 +255,29 @@ import TestSupport
         #expect(pushes(.apns).filter { $0.status == 200 }.count == 10, "each production push sent once")
     }
 
-    /// A key restricted to production (Apple allows it) meets a developer's sandbox token: the sandbox answers
-    /// 403 BadEnvironmentKeyInToken. Only the sandbox pushes stop (78); production's go on, run after run.
-    /// Before, the answer stopped APNs altogether, and the sandbox row, first due, did it again every run.
-    @Test func aKeyForTheOtherEnvironmentStopsOnlyThatEnvironmentsPushes() throws {
+    /// A fake sandbox host (its own server: production is `push`'s), optionally refusing the key as restricted
+    /// to production, and a developer with a sandbox token whose reminder is stored with its push waiting.
+    func developersSandboxToken(keyRestrictedToProduction: Bool) throws -> (FakePushServer, Fixtures.Device) {
         var configuration = push.server.configuration
         configuration.apnsDevelopment = true
-        configuration.apnsKeys = configuration.apnsKeys.map { var key = $0; key.environment = .production; return key }
+        if keyRestrictedToProduction {
+            configuration.apnsKeys = configuration.apnsKeys.map { var key = $0; key.environment = .production; return key }
+        }
         let sandboxServer = try FakePushServer(configuration: configuration)
         try sandboxServer.start()
-        defer { sandboxServer.stop() }
         let org = try f.organization("Dev")
         let developer = try f.mentor(org, "Developer", lastActivityDaysAgo: 20, devices: 0)
         let sandbox = try f.device(developer, provider: "apns", environment: "sandbox")
         #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        return (sandboxServer, sandbox)
+    }
+
+    /// A key restricted to production (Apple allows it) meets a developer's sandbox token: the sandbox answers
+    /// 403 BadEnvironmentKeyInToken. Only the sandbox pushes stop (78); production's go on, run after run.
+    /// Before, the answer stopped APNs altogether, and the sandbox row, first due, did it again every run.
+    @Test func aKeyForTheOtherEnvironmentStopsOnlyThatEnvironmentsPushes() throws {
+        let (sandboxServer, sandbox) = try developersSandboxToken(keyRestrictedToProduction: true)
+        defer { sandboxServer.stop() }
         _ = try pendingNotifications((0..<10).map { ("Mentor \($0)", 1) })
         try f.makeDue(where: "d.device_token_id = \(sandbox.id)", secondsAgo: 60)
         var environment = push.variables
@@ -290,15 +299,8 @@ import TestSupport
     /// delivery fails saying why, and the run ends 0 (it exited 78 every run, paging for a token nobody can
     /// serve). The dry run says FAIL for it beforehand. A value naming no environment is refused (78).
     @Test func anEnvironmentTheKeyDoesNotServeFailsItsTokensWithoutStoppingTheRun() throws {
-        var configuration = push.server.configuration
-        configuration.apnsDevelopment = true
-        let sandboxServer = try FakePushServer(configuration: configuration)
-        try sandboxServer.start()
+        let (sandboxServer, sandbox) = try developersSandboxToken(keyRestrictedToProduction: false)
         defer { sandboxServer.stop() }
-        let org = try f.organization("Dev")
-        let developer = try f.mentor(org, "Developer", lastActivityDaysAgo: 20, devices: 0)
-        let sandbox = try f.device(developer, provider: "apns", environment: "sandbox")
-        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
         _ = try pendingNotifications((0..<3).map { ("Mentor \($0)", 1) })
         var environment = push.variables
         environment["APNS_SANDBOX_ENDPOINT"] = sandboxServer.baseURL
@@ -810,6 +812,29 @@ import TestSupport
         #expect(pushes(.apns).count == 5 && pushes(.apns).allSatisfy { $0.status == 200 })
         let replaced = try f.connection.query("SELECT length(sealed) > 4 FROM apns_provider_tokens").first!
         #expect(try replaced.decode(0, as: Bool.self), "the damaged row was replaced by the token sent")
+    }
+
+    /// A server recycling its connections (GOAWAY after 50 requests, then closing once their answers are out:
+    /// fact sheet §1.8 item 9), one push in flight at a time. libcurl 7.88 put the next push on the connection
+    /// whose GOAWAY it had just read, nghttp2 refused to open the stream, and the push failed with curl 16 and
+    /// waited for a retry with an attempt counted (2 or 3 in 300). It now goes again at once on a new connection.
+    /// Every push arrives once, none burns an attempt. (With a full window, see the closing note: libcurl itself
+    /// sends the refused ones again, all at once, into the new connection's one-stream start.)
+    @Test func aServerThatRecyclesItsConnectionsGetsEveryPushOnce() throws {
+        let recycling = try PushEnvironment { $0.goAwayAfterStreams = 50 }
+        try bulkDeliveries(300)
+        var environment = recycling.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let errors: [String] = try f.connection.query("SELECT state || ': ' || coalesce(last_error, '-') FROM deliveries WHERE state <> 'sent'").map { try $0.decode(0) }
+        #expect(try states() == ["sent": 300], "\(errors)")
+        let apns = recycling.server.requests().filter { $0.provider == .apns }
+        #expect(apns.count == 300 && apns.allSatisfy { $0.status == 200 }, "each push taken in hand once, and answered")
+        #expect(Set(apns.compactMap(\.deviceToken)).count == 300)
+        #expect(recycling.server.connectionCount >= 6, "a connection per 50: \(recycling.server.connectionCount)")
+        let attempts: [Int] = try f.connection.query("SELECT DISTINCT attempts FROM deliveries").map { try $0.decode(0) }
+        #expect(attempts == [1], "no attempt burned by a recycled connection")
     }
 
     /// A connection left idle gets GOAWAY `{"reason":"IdleTimeout"}` (fact sheet §1.8 item 9; Google's front ends

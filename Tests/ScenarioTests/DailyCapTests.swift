@@ -212,16 +212,12 @@ import TestSupport
         let running = try jobs.map { job, arguments in
             try ProcessRunner.start(Paths.executable(job), arguments + ["--database-url", db.url])
         }
-        let deadline = Date().addingTimeInterval(60)
-        func waiting() throws -> Int { // (from another connection: the gate's transaction would see one snapshot)
-            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
-        }
-        while try waiting() < 4 && Date() < deadline { usleep(20_000) }
+        let waiting = try f.waitForLockWaiters(4)
         let activity: String = try f.connection.query("""
             SELECT string_agg(application_name || ' ' || coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || left(query, 50), '; ')
               FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> 'tests'
             """).first!.decode(0)
-        #expect(try waiting() == 4, "the four jobs all reached the gate: \(activity)")
+        #expect(waiting == 4, "the four jobs all reached the gate: \(activity)")
         try gate.execute("COMMIT")
         for (index, process) in running.enumerated() {
             let result = try process.wait()

@@ -563,12 +563,7 @@ import TestSupport
             INSERT INTO assignments (organization_id, mentor_id, coordinator_id, title)
             SELECT \(org), m, \(coordinator), 'Oppdrag' FROM unnest(\(PostgresArray(mentors))::uuid[]) AS m
             """)
-        var deadline = Date().addingTimeInterval(30)
-        func waiting() throws -> Int {
-            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
-        }
-        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
-        #expect(try waiting() == 1, "the listener is recording its batch, at the gate")
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "the listener is recording its batch, at the gate")
         let free: Int = try f.connection.transaction {
             try f.connection.query("SELECT count(*) FROM (SELECT id FROM events WHERE processed_at IS NULL FOR UPDATE SKIP LOCKED) e").first!.decode(0)
         }
@@ -577,7 +572,7 @@ import TestSupport
         _ = try victim.wait(timeout: 20)
         try gate.execute("COMMIT")
         // Its backend ends once it finds its client gone (at the statement's end); then the events are free.
-        deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(30)
         while try pending() > 0 && Date() < deadline {
             try once()
             usleep(100_000)

@@ -99,12 +99,7 @@ import TestSupport
             VALUES (\(mentor), 'impact_summary', 'From the other writer', 'b', \("impact_summary:\(mentor.lowercasedString):2025"))
             """)
         let job = try ProcessRunner.start(Paths.executable("impact-summary"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        let deadline = Date().addingTimeInterval(60)
-        func waiting() throws -> Int {
-            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
-        }
-        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
-        #expect(try waiting() == 1, "the run waits at the unique index")
+        #expect(try f.waitForLockWaiters(1) == 1, "the run waits at the unique index")
         try other.execute("COMMIT")
         let result = try job.wait()
         #expect(result.status == 0, "\(result.stderr)")

@@ -59,12 +59,7 @@ import TestSupport
         try gate.execute("BEGIN")
         try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
         let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        let deadline = Date().addingTimeInterval(60)
-        func waiting() throws -> Int {
-            try f.connection.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
-        }
-        while try waiting() < 1 && Date() < deadline { usleep(20_000) }
-        #expect(try waiting() == 1, "the job reached the gate")
+        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
         try f.pause(mentor["Kari"]!, startedDaysAgo: 0.001, endsDaysAgo: nil, reason: "ferie")
         try f.preferences(mentor["Ola"]!, master: false)
         try f.preferences(mentor["Per"]!, inactivity: false)

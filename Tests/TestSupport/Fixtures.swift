@@ -156,6 +156,19 @@ public final class Fixtures {
         try connection.query("SELECT count(*) FROM \(sql: table)").first!.decode(0)
     }
 
+    /// Waits (up to `timeout` seconds) until `count` sessions of this database wait for a lock (a job held at a
+    /// test's gate), and returns how many do. Asked on this connection, outside the gate's transaction (which
+    /// would see one snapshot).
+    @discardableResult
+    public func waitForLockWaiters(_ count: Int, timeout: TimeInterval = 60) throws -> Int {
+        func waiting() throws -> Int {
+            try connection.query("SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").first!.decode(0)
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while try waiting() < count && Date() < deadline { usleep(20_000) }
+        return try waiting()
+    }
+
     /// A fingerprint of every row of every table in the public schema, to prove a run changed nothing.
     public func fingerprint() throws -> [String: String] {
         var result: [String: String] = [:]
