@@ -38,9 +38,11 @@ final class ConnectionContext: @unchecked Sendable {
     var highestProcessedStreamID = 0
     /// Answers waiting for their delay to pass.
     var pendingAnswers = 0
-    /// A graceful GOAWAY (NO_ERROR) went out while answers were pending: the connection closes once they are
-    /// written, as a server shutting down lets the streams it named finish.
+    /// A graceful GOAWAY (NO_ERROR) went out while streams were open or answers pending: the connection closes
+    /// once they are done, as a server shutting down lets the streams it named finish.
     var closeWhenAnswered = false
+    /// ... and once no stream is open either.
+    private var waitForOpenStreams = false
     /// The last-stream-id of the GOAWAY sent, if one was: a stream above it is not taken in hand.
     private(set) var goAwayLastStreamID: Int?
     /// Requests taken in hand on this connection (``FakePushServer/Configuration/goAwayAfterStreams``).
@@ -119,6 +121,16 @@ final class ConnectionContext: @unchecked Sendable {
     func streamClosed() {
         openStreams -= 1
         if openStreams == 0 { scheduleIdleGoAway() }
+        if waitForOpenStreams { closeIfDone() }
+    }
+
+    /// After a graceful GOAWAY: closes the connection once no stream is open and no answer pending (the streams
+    /// it named run to their end; the ones past it are refused as they complete).
+    func closeIfDone() {
+        guard closeWhenAnswered && (openStreams == 0 || !waitForOpenStreams) && pendingAnswers == 0 else { return }
+        // What was written for the last streams leaves first (a stream closes as its answer is written).
+        channel.flush()
+        channel.close(promise: nil)
     }
 
     /// With an idle timeout configured: a GOAWAY if no stream opens before it passes (from the connection's
@@ -129,7 +141,8 @@ final class ConnectionContext: @unchecked Sendable {
         channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1_000_000_000))) {
             guard self.idleGeneration == generation, self.openStreams == 0, self.goAwayLastStreamID == nil, self.channel.isActive else { return }
             self.goAway(lastStreamID: self.highestProcessedStreamID,
-                        debugData: self.firstProvider == .fcm || self.firstProvider == .oauth ? nil : #"{"reason":"IdleTimeout"}"#)
+                        debugData: self.firstProvider == .fcm || self.firstProvider == .oauth ? nil : #"{"reason":"IdleTimeout"}"#,
+                        lettingStreamsFinish: true)
         }
     }
 
@@ -150,16 +163,21 @@ final class ConnectionContext: @unchecked Sendable {
 
     /// Sends GOAWAY (NO_ERROR unless told) naming `lastStreamID`, then closes the connection: at once after an
     /// error, or for NO_ERROR once the answers still pending are written.
-    func goAway(lastStreamID: Int, errorCode: HTTP2ErrorCode = .noError, debugData: String?) {
+    /// `lettingStreamsFinish`: the open streams too (a server recycling the connection), not only the answers
+    /// pending (an injected `goaway`, whose own stream is never answered).
+    func goAway(lastStreamID: Int, errorCode: HTTP2ErrorCode = .noError, debugData: String?, lettingStreamsFinish: Bool = false) {
         goAwayLastStreamID = min(goAwayLastStreamID ?? lastStreamID, lastStreamID)
         var opaque: ByteBuffer? = nil
         if let debugData { opaque = channel.allocator.buffer(string: debugData) }
         let frame = HTTP2Frame(streamID: .rootStream,
                                payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: errorCode, opaqueData: opaque))
         let channel = self.channel
-        if errorCode == .noError && pendingAnswers > 0 {
+        if errorCode == .noError && (pendingAnswers > 0 || (lettingStreamsFinish && openStreams > 0)) {
             closeWhenAnswered = true
+            waitForOpenStreams = lettingStreamsFinish
             channel.writeAndFlush(frame, promise: nil)
+            // A client that never finishes its streams does not hold the connection for ever.
+            channel.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
         } else {
             channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
         }
@@ -411,16 +429,14 @@ final class StreamsHandler: ChannelInboundHandler {
                 if let limit = core.configuration.goAwayAfterStreams, connection.processedStreams == limit, connection.goAwayLastStreamID == nil {
                     flushPending = false
                     context.flush()
-                    connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: nil)
+                    connection.goAway(lastStreamID: connection.highestProcessedStreamID, debugData: nil, lettingStreamsFinish: true)
                 }
             }
             if let delay {
                 connection.pendingAnswers += 1
                 context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
                     self.connection.pendingAnswers -= 1
-                    defer {
-                        if self.connection.closeWhenAnswered && self.connection.pendingAnswers == 0 { context.channel.close(promise: nil) }
-                    }
+                    defer { self.connection.closeIfDone() }
                     // The client may have reset the stream, or the connection closed (no stream event says so
                     // then), while the answer waited: then it was never given, and its record says so.
                     guard self.streams[streamID] != nil, context.channel.isActive else { return }

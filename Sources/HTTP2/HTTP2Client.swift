@@ -194,7 +194,10 @@ public final class HTTP2Client {
                 }
                 let result = finish(transfer, code: code)
                 let request = transfer.request!
-                let neverOnTheWire = code == CURLE_HTTP2 && transfer.responseHeaders.isEmpty
+                // libcurl gave a request up after sending it again itself, each time on its judgement that it had
+                // not been taken in hand (refused, or past a GOAWAY's last stream): "tried 5 times before giving up".
+                let givenUpUnprocessed = (code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR) && transfer.errorText.contains("before giving up")
+                let neverOnTheWire = (code == CURLE_HTTP2 || givenUpUnprocessed) && transfer.responseHeaders.isEmpty
                 transfer.reset()
                 idle.append(transfer)
                 if neverOnTheWire && resentOnce.insert(request.tag).inserted {
