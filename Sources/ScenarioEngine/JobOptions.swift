@@ -29,9 +29,13 @@ public struct SharedJobFlags: ParsableArguments, Sendable {
     public mutating func validate() throws {
         try JobDatabase.validateStatementTimeout(statementTimeout)
         try JobDatabase.validateURLFlag(databaseURL)
-        // A real run as of an instant that has not come decides on tomorrow's facts (everybody inactive by then)
-        // and sends today, and its decisions and dedupe keys carry that future date. Looking ahead is what the
-        // dry run is for; an instant past is a catch-up run, and allowed.
+    }
+
+    /// Refuses a real run as of an instant that has not come: it decides on tomorrow's facts (everybody inactive
+    /// by then) and sends today, and its decisions and dedupe keys carry that future date. Looking ahead is what
+    /// the dry run (and a scenario job's `--explain`, which runs nothing) is for; an instant past is a catch-up
+    /// run, and allowed. Called by the commands' own `validate`, which know whether they run for real.
+    public func refuseNowAheadOfTheClock() throws {
         if !dryRun, let now, now.date > Date().addingTimeInterval(SharedJobFlags.clockSkew) {
             throw ValidationError("--now \(Timestamp.iso8601(now.date)) is ahead of the clock: only a --dry-run may look ahead (a real run would notify today as of then)")
         }
@@ -63,6 +67,7 @@ public struct JobOptions: ParsableArguments, Sendable {
 
     public mutating func validate() throws {
         if explain && dryRun { throw ValidationError("--explain and --dry-run cannot be used together") }
+        if !explain { try shared.refuseNowAheadOfTheClock() }
     }
 
     public var dryRun: Bool { get { shared.dryRun } set { shared.dryRun = newValue } }

@@ -141,6 +141,9 @@ import TestSupport
         let look = try Jobs.run("inactivity-check", ["--now", tomorrowWeek, "--dry-run"], database: db)
         #expect(look.status == 0, "\(look.stderr)")
         #expect(look.stdout.contains("Kari"), "the dry run looks ahead: \(look.stdout)")
+        // --explain runs nothing either (bench-plan explains as of 08:30 Oslo, ahead of the clock before then).
+        let explained = try Jobs.run("inactivity-check", ["--now", tomorrowWeek, "--explain"], database: db)
+        #expect(explained.status == 0 && explained.stdout.contains("Execution Time"), "\(explained.stderr)")
         let anHourAgo = Jobs.iso(Date().addingTimeInterval(-3_600))
         let catchUp = try Jobs.run("inactivity-check", ["--now", anHourAgo], database: db)
         #expect(catchUp.status == 0, "\(catchUp.stderr)")
