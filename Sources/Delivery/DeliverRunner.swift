@@ -162,7 +162,6 @@ public enum DeliverRunner {
                     moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
                     : retired ? ("SETTLE", "settle (token retired)")
                     : unserved.map { ("FAIL", "fail: \($0)") } ?? (expired ? ("EXPIRE", "expire")
-                    : expired ? ("EXPIRE", "expire")
                     : !configured ? ("WAIT", "wait (provider not configured)")
                     : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send"))
                 counts[provider, default: 0] += 1

@@ -21,7 +21,7 @@ final class OutcomeRecorder {
     private var outcomes: [Outcome] = []
     private var retirements: [(tokenID: Int, reason: String, since: Date?, deliveryID: Int)] = []
     /// Deliveries to cancel as the app's own cancels do (0025's `cancel_deliveries`), by reason.
-    private var cancellations: [String: [Int]] = [:]
+    private var cancellations: [String: [(id: Int, lease: String)]] = [:]
 
     init(connection: Connection) { self.connection = connection }
 
@@ -57,7 +57,7 @@ final class OutcomeRecorder {
     /// Cancels a claimed delivery, never sent: taken out of the queue, `cancelled` with an event saying why, its
     /// daily slot freed, and a push-only notification with no other push listed in the inbox (0026).
     func cancel(_ claimed: OutboxEngine.Claimed, reason: String) {
-        cancellations[reason, default: []].append(claimed.deliveryID)
+        cancellations[reason, default: []].append((claimed.deliveryID, claimed.lease))
     }
 
     func retire(tokenID: Int, reason: String, since: Date?, deliveryID: Int) {
@@ -71,7 +71,7 @@ final class OutcomeRecorder {
         try connection.transaction {
             if !outcomes.isEmpty && !cancellations.isEmpty {
                 // Two passes over queue rows (the outcomes', then the cancels'): all locked in id order first.
-                let all = (outcomes.map(\.id) + cancellations.values.joined()).sorted()
+                let all = (outcomes.map(\.id) + cancellations.values.joined().map(\.id)).sorted()
                 try connection.execute("SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY(\(PostgresArray(all))::bigint[]) ORDER BY delivery_id FOR UPDATE")
             }
             if !outcomes.isEmpty {
@@ -131,8 +131,18 @@ final class OutcomeRecorder {
                     SELECT id, event, attempts, status, error FROM requeued WHERE state IS NULL AND event IS NOT NULL
                     """)
             }
-            for (reason, ids) in cancellations.sorted(by: { $0.key < $1.key }) {
-                let list = PostgresArray(ids.sorted())
+            for (reason, rows) in cancellations.sorted(by: { $0.key < $1.key }) {
+                let rows = rows.sorted { $0.id < $1.id }
+                // Only rows still ours, their claim given up first: a claimed push cancelled keeps its daily slot
+                // (it may be on the wire, 0025), and this one never left.
+                let mine: [Int] = try connection.query("""
+                    UPDATE delivery_queue q SET lease_until = NULL
+                      FROM unnest(\(PostgresArray(rows.map(\.id)))::bigint[], \(PostgresArray(rows.map(\.lease)))::text[]) AS c(id, lease)
+                     WHERE q.delivery_id = c.id AND q.lease_until = c.lease::timestamptz
+                    RETURNING q.delivery_id
+                    """).map { try $0.decode(0) }
+                guard !mine.isEmpty else { continue }
+                let list = PostgresArray(mine.sorted())
                 try connection.execute("SELECT cancel_deliveries(\(list)::bigint[], \(reason))")
                 try connection.execute("SELECT list_unpushed(array(SELECT DISTINCT notification_id FROM deliveries WHERE id = ANY(\(list)::bigint[])))")
             }

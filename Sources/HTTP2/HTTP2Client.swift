@@ -194,22 +194,23 @@ public final class HTTP2Client {
                 }
                 let result = finish(transfer, code: code)
                 let request = transfer.request!
-                // libcurl gave a request up after sending it again itself, each time on its judgement that it had
-                // not been taken in hand (refused, or past a GOAWAY's last stream): "tried 5 times before giving up".
-                let givenUpUnprocessed = (code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR) && transfer.errorText.contains("before giving up")
-                let neverOnTheWire = (code == CURLE_HTTP2 || givenUpUnprocessed) && transfer.responseHeaders.isEmpty
+                // No answer at all (libcurl's own "tried 5 times before giving up" is not taken: it also resends a
+                // request whose reused connection died after the server took it). Sending it again now is no more a
+                // risk of a second delivery than the retry it replaces, which sent it again 15-30 s later.
+                let neverOnTheWire = code == CURLE_HTTP2 && transfer.responseHeaders.isEmpty
                 transfer.reset()
                 idle.append(transfer)
                 if neverOnTheWire && resentOnce.insert(request.tag).inserted {
                     // libcurl 7.88 puts a request on a connection whose GOAWAY it has read (the server recycled it,
-                    // or closed it idle) and nghttp2 refuses to open the stream there: "Error in the HTTP2 framing
-                    // layer" (curl 16), with nothing of it sent. libcurl drops that connection; the request goes
-                    // again at once, once, on a new one (as a retry it waited 15-30 s with an attempt counted).
+                    // or closed it idle): "Error in the HTTP2 framing layer" (curl 16), no answer. libcurl drops that
+                    // connection; the request goes again at once, once, on a new one (as a retry it waited 15-30 s
+                    // with an attempt counted, and went again all the same).
                     resendAfterGoaway.append(request)
                     exhausted = false
                     continue
                 }
                 completed(request, result)
+                if active.isEmpty { lastBusy = ContinuousClock.now }
                 // A completion may have produced more work (a resend after a credential refresh): ask again.
                 exhausted = false
             }

@@ -103,6 +103,7 @@ import TestSupport
             WITH d AS (INSERT INTO deliveries (notification_id, device_token_id) VALUES (\(notification), \(phone.id)) RETURNING id)
             INSERT INTO delivery_queue (delivery_id, provider) SELECT id, 'apns' FROM d
             """)
+        try job.execute("INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario) VALUES (\(notification), \(kari), current_date, 50, 'inactivity')")
         let stranger = try f.mentor(try f.organization("Other"), "Stranger", lastActivityDaysAgo: 1, devices: 0)
         try db.connect().execute("UPDATE device_tokens SET user_id = \(stranger) WHERE id = \(phone.id)") // commits at once
         try job.execute("COMMIT")
@@ -122,6 +123,7 @@ import TestSupport
         #expect(try listedInInbox(kari) == [true])
         #expect((result.summary?["push"] as? [String: Any])?["cancelled_token_moved"] as? Int == 1, "\(result.stderr)")
         #expect(try f.count("delivery_queue") == 0)
+        #expect(try f.count("daily_push_slots") == 0, "its daily slot given back: it never left")
     }
 
     /// The outcome write locks a queue row, then (its push failed) the notification, to list it; the app deleting

@@ -51,7 +51,7 @@ import TestSupport
     /// mentor reminded, a user who had switched pushes off pushed). The batch's new pushes are checked again
     /// once recorded (migration 0028), and cancelled as the triggers cancel them.
     @Test func changesCommittedWhileTheJobWasDecidingCancelItsNewPushesToo() throws {
-        let names = ["Kari", "Ola", "Per", "Anne", "Eva"]
+        let names = ["Kari", "Ola", "Per", "Anne", "Liv", "Eva"]
         var mentor: [String: UUID] = [:]
         for name in names { mentor[name] = try f.mentor(org, name, lastActivityDaysAgo: 20) }
         // The gate: deliveries locked against writes (reads go on), so the job decides and waits to record.
@@ -60,10 +60,12 @@ import TestSupport
         try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
         let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
         #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
-        try f.pause(mentor["Kari"]!, startedDaysAgo: 0.001, endsDaysAgo: nil, reason: "ferie")
+        // A pause from the app's now: after the batch's transaction began (the check reads the clock, not its now()).
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor["Kari"]!), now(), 'ferie')")
         try f.preferences(mentor["Ola"]!, master: false)
         try f.preferences(mentor["Per"]!, inactivity: false)
         try f.connection.execute("UPDATE users SET deactivated_at = now() WHERE id = \(mentor["Anne"]!)")
+        try f.connection.execute("INSERT INTO activities (mentor_id, occurred_at) VALUES (\(mentor["Liv"]!), now())")
         try gate.execute("COMMIT")
         let result = try job.wait()
         #expect(result.status == 0, "\(result.stderr)")
@@ -72,12 +74,32 @@ import TestSupport
         #expect(try cancelledBecause(mentor["Ola"]!) == "the user switched push notifications off before the push went out")
         #expect(try cancelledBecause(mentor["Per"]!) == "the user switched inactivity off before the push went out")
         #expect(try cancelledBecause(mentor["Anne"]!) == "the user was deactivated before the push went out")
+        #expect(try cancelledBecause(mentor["Liv"]!) == "the mentor logged an activity before the push went out")
         for name in names.dropLast() {
             #expect(try states(of: mentor[name]!) == ["cancelled"], "\(name)")
             #expect(try f.inbox(mentor[name]!).count == 1, "\(name): the inbox row stays")
         }
         #expect(try states(of: mentor["Eva"]!) == ["pending"], "nobody else's")
         #expect(try f.count("daily_push_slots") <= 1, "the cancelled pushes gave their slots back")
+    }
+
+    /// The same for a follow-up: the assignment acknowledged while the job decided (0004's cancel found nothing).
+    @Test func anAssignmentAcknowledgedWhileTheJobWasDecidingCancelsItsFollowUp() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        let assignment = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 12)
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let job = try ProcessRunner.start(Paths.executable("assignment-follow-up"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
+        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
+        try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
+        try gate.execute("COMMIT")
+        let result = try job.wait()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try f.decisions(kari) == ["notified:notified"])
+        #expect(try states(of: kari) == ["cancelled"])
+        #expect(try cancelledBecause(kari) == "the assignment was acknowledged before the push went out")
     }
 
     @Test func switchingPushesOffCancelsTheWaitingPushAndKeepsTheInboxRow() throws {
