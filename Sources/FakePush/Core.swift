@@ -172,11 +172,11 @@ final class FakePushCore: Sendable {
     }
 
     /// The answer to the request recorded at `index` (nil: recording is off) was written.
-    private func answered(_ index: Int?, outcome: HandlerOutcome) {
+    private func answered(_ recorded: (index: Int, epoch: Int)?, outcome: HandlerOutcome) {
         let accepted = outcome.response.status == 200
         recording.withLock { state in
             if accepted { state.accepted += 1 }
-            guard let index else { return }
+            guard let (index, epoch) = recorded, epoch == state.epoch, index < state.requests.count else { return }
             state.requests[index].status = outcome.response.status
             state.requests[index].responseHeaders = outcome.response.headers
             state.requests[index].responseBody = outcome.response.body
@@ -216,9 +216,9 @@ final class FakePushCore: Sendable {
     // MARK: Recording
 
     /// Records a request (its answer too, unless `answered` is false: ``answered(_:outcome:)`` fills it in once
-    /// written); returns its index in the recording, nil when recording is off.
+    /// written); returns where it is in the recording, nil when recording is off.
     @discardableResult
-    private func record(_ request: FakeRequest, provider: Provider, outcome: HandlerOutcome?, fault: Fault?, answered: Bool = true) -> Int? {
+    private func record(_ request: FakeRequest, provider: Provider, outcome: HandlerOutcome?, fault: Fault?, answered: Bool = true) -> (index: Int, epoch: Int)? {
         let accepted = answered && outcome?.response.status == 200
         guard configuration.recordRequests else {
             recording.withLock { state in
@@ -251,7 +251,7 @@ final class FakePushCore: Sendable {
             state.received += 1
             if accepted { state.accepted += 1 }
             state.requests.append(recorded)
-            return state.requests.count - 1
+            return (state.requests.count - 1, state.epoch)
         }
     }
 }

@@ -101,6 +101,9 @@ public struct AcceptedPush: Sendable {
 
 /// The counters and recordings shared by all connections.
 struct RecordingState {
+    /// Bumped by ``FakePushServer/clearRecorded()``: an answer written later for a request recorded before
+    /// belongs to nothing kept (its index would name another request, or none).
+    var epoch = 0
     var requests: [RecordedRequest] = []
     var received = 0
     var accepted = 0

@@ -163,7 +163,7 @@ public final class FakePushServer: Sendable {
 
     /// Forgets the recorded requests and resets the counters.
     public func clearRecorded() {
-        core.recording.withLock { $0 = RecordingState() }
+        core.recording.withLock { $0 = RecordingState(epoch: $0.epoch + 1) }
     }
 
     /// Requests answered 200 so far (APNs, FCM and OAuth), recorded or not.

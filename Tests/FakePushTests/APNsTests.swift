@@ -332,6 +332,23 @@ import TestSupport
         #expect(harness.server.acceptedCount == 0)
     }
 
+    /// A test that clears the recording while an answer is still to come: the answer, once written, lands in no
+    /// other request's record (it was kept by its index: out of range, a crash of the whole test process).
+    @Test func anAnswerWrittenAfterTheRecordingWasClearedChangesNothingKept() throws {
+        let harness = try Harness()
+        harness.server.inject(.slow(seconds: 1))
+        let started = Date()
+        let slow = try harness.startCurl([.apns(Tokens.apns(), jwt: try harness.apnsJWT())])
+        while harness.server.receivedCount == 0 && Date().timeIntervalSince(started) < 10 { usleep(10_000) }
+        harness.server.clearRecorded()
+        let response = try slow.finish()[0]
+        #expect(response.status == 200)
+        #expect(harness.server.requests().isEmpty, "the cleared request stays cleared")
+        let next = try harness.curl(.apns(Tokens.apns(), jwt: try harness.apnsJWT()))
+        #expect(next.status == 200)
+        #expect(harness.server.requests().map(\.status) == [200])
+    }
+
     /// A graceful GOAWAY names the streams taken in hand (an answer still to come included) and lets them be
     /// answered before the connection closes (RFC 9113 §6.8). It named only the streams answered, and closed at
     /// once: the pending answer was lost, and its push was recorded 200 all the same.
