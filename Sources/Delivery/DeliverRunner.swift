@@ -153,10 +153,9 @@ public enum DeliverRunner {
                 let configured = (provider == "apns" && settings.apns != nil) || (provider == "fcm" && settings.fcm != nil)
                 let quietEnd = (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours)
                     .flatMap { QuietHours.end(of: ($0.start, $0.end), at: Date(), zone: $0.zone) }
-                let unserved = provider == "apns" && settings.apns != nil
-                    ? OutboxEngine.unserved(PushTarget(provider: .apns, token: "", apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:))),
-                                            serving: settings.apnsEnvironments)
-                    : nil
+                let unserved = settings.apns == nil ? nil : PushTarget.Provider(rawValue: provider).flatMap {
+                    OutboxEngine.unserved($0, environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:)), serving: settings.apnsEnvironments)
+                }
                 let moved: Bool = try row.decode(9)
                 let (verb, action): (String, String) =
                     moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")

@@ -128,10 +128,11 @@ public final class OutboxEngine {
         apnsEnvironments = settings.apnsEnvironments
     }
 
-    /// Why a delivery to `target` is not pushed by this deployment at all (its APNs environment is not one
-    /// `APNS_ENVIRONMENTS` names), or nil.
-    static func unserved(_ target: PushTarget, serving environments: Set<PushTarget.APNsEnvironment>) -> String? {
-        guard target.provider == .apns, let environment = target.apnsEnvironment, !environments.contains(environment) else { return nil }
+    /// Why a delivery to a `provider` token of `environment` is not pushed by this deployment at all (its APNs
+    /// environment is not one `APNS_ENVIRONMENTS` names), or nil.
+    static func unserved(_ provider: PushTarget.Provider, _ environment: PushTarget.APNsEnvironment?,
+                         serving environments: Set<PushTarget.APNsEnvironment>) -> String? {
+        guard provider == .apns, let environment, !environments.contains(environment) else { return nil }
         let served = environments.map(\.rawValue).sorted().joined(separator: ",")
         return "APNs \(environment.rawValue) is not pushed to by this deployment (APNS_ENVIRONMENTS=\(served)): the token of a \(environment == .sandbox ? "development" : "release") build"
     }
@@ -520,7 +521,7 @@ public final class OutboxEngine {
                 } else if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                     report.count(.failed, claimed.target.provider)
-                } else if let why = OutboxEngine.unserved(claimed.target, serving: apnsEnvironments) {
+                } else if let why = OutboxEngine.unserved(claimed.target.provider, claimed.target.apnsEnvironment, serving: apnsEnvironments) {
                     // Never sent, and no reason to stop that environment for the run: the key cannot serve it.
                     recorder.settle(claimed, state: "failed", event: "failed", error: why, status: nil)
                     report.count(.failed, claimed.target.provider)

@@ -143,10 +143,7 @@ public final class HTTP2Client {
         while true {
             var startedSincePush = 0
             while !exhausted && active.count < currentWindow {
-                guard let request = waitingForNewConnection ?? (resendAfterGoaway.isEmpty ? nil : resendAfterGoaway.removeFirst()) ?? next() else {
-                    exhausted = true
-                    break
-                }
+                guard let request = waitingForNewConnection ?? resendAfterGoaway.popLast() ?? next() else { exhausted = true; break }
                 waitingForNewConnection = nil
                 if let key = request.connectionKey, key != connectionKey {
                     if connectionKey != nil {
@@ -175,7 +172,6 @@ public final class HTTP2Client {
             }
             if active.isEmpty {
                 watch.pushCorked()
-                lastBusy = ContinuousClock.now
                 resentOnce.removeAll()
                 return
             }

@@ -185,19 +185,18 @@ struct DecisionRecorder {
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM enqueued), (SELECT count(*) FROM decided),
-                   (SELECT count(*) FROM slot_freed), (SELECT count(*) FROM slotted), (SELECT count(*) FROM cancel_events)
+                   (SELECT count(*) FROM slot_freed), (SELECT count(*) FROM slotted), (SELECT count(*) FROM cancel_events),
+                   (SELECT coalesce(array_agg(DISTINCT notification_id::text), '{}') FROM to_queue)
             """
         let counts = try connection.query(query)
         guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
         let inserted: Int = try row.decode(0)
         let enqueued: Int = try row.decode(1)
-        if enqueued > 0 {
+        let pushed: [String] = try row.decode(6)
+        if !pushed.isEmpty {
             // Checked again with a fresh snapshot: what the app committed since the candidates were read (a
             // pause, a deactivation, pushes switched off) found none of this batch's pushes to cancel (0028).
-            try connection.execute("""
-                SELECT cancel_unwanted_new_pushes(array(
-                    SELECT id FROM notifications WHERE dedupe_key = ANY(\(PostgresArray(drafts.compactMap { $0?.dedupeKey }))::text[]) AND job_run_id = \(runID)))
-                """)
+            try connection.execute("SELECT cancel_unwanted_new_pushes(\(PostgresArray(pushed))::uuid[])")
         }
         summary.inboxRows += inserted
         summary.deliveries += enqueued

@@ -141,19 +141,11 @@ import TestSupport
         let writer = try db.connect()
         try writer.execute("BEGIN")
         try writer.execute("DELETE FROM delivery_queue WHERE delivery_id = \(delivery)")
-        let appDone = DispatchSemaphore(value: 0)
-        let appError = Locked<String?>(nil)
-        let db = self.db
-        Thread {
-            do { try db.connect().execute("UPDATE notifications SET deleted_at = now() WHERE id = \(notification)") }
-            catch { appError.withLock { $0 = "\(error)" } }
-            appDone.signal()
-        }.start()
-        #expect(appDone.wait(timeout: .now() + 0.5) == .timedOut, "the app waits for the queue row")
+        let app = BlockedStatement("UPDATE notifications SET deleted_at = now() WHERE id = \(notification)", on: db)
+        #expect(app.isWaiting(), "the app waits for the queue row")
         try writer.execute("UPDATE deliveries SET state = 'failed' WHERE id = \(delivery)")
         try writer.execute("COMMIT")
-        #expect(appDone.wait(timeout: .now() + 10) == .success)
-        #expect(appError.withLock { $0 } == nil)
+        #expect(app.finish() == nil)
     }
 
     @Test func aUserNarrowsButNeverWidens() throws {

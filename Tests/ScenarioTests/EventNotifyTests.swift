@@ -192,18 +192,10 @@ import TestSupport
         let logger = try db.connect()
         try logger.execute("BEGIN")
         try logger.execute("INSERT INTO activities (mentor_id, occurred_at, logged_at) VALUES (\(kari), now(), now())")
-        let edited = DispatchSemaphore(value: 0)
-        let editError = Locked<String?>(nil)
-        let db = self.db
-        Thread {
-            do { try db.connect().execute("UPDATE activities SET kind = 'meeting' WHERE mentor_id = \(kari) AND logged_at < now() - interval '1 day'") }
-            catch { editError.withLock { $0 = "\(error)" } }
-            edited.signal()
-        }.start()
-        #expect(edited.wait(timeout: .now() + 0.5) == .timedOut, "the edit waits for Kari's row")
+        let edit = BlockedStatement("UPDATE activities SET kind = 'meeting' WHERE mentor_id = \(kari) AND logged_at < now() - interval '1 day'", on: db)
+        #expect(edit.isWaiting(), "the edit waits for Kari's row")
         try logger.execute("COMMIT")
-        #expect(edited.wait(timeout: .now() + 10) == .success)
-        #expect(editError.withLock { $0 } == nil)
+        #expect(edit.finish() == nil)
         let row = try f.connection.query("""
             SELECT u.activity_count = (SELECT count(*) FROM activities WHERE mentor_id = u.id),
                    u.last_activity_logged_at = (SELECT max(logged_at) FROM activities WHERE mentor_id = u.id), u.activity_count
