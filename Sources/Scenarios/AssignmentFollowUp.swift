@@ -4,7 +4,8 @@ import ScenarioEngine
 import TextCoding
 
 /// Reminds a peer mentor of an assignment they have not acknowledged: once per assignment, ever, when it
-/// is still active and was dispatched at least `follow_up_days` (default 10) ago.
+/// is still active and was dispatched at least `follow_up_days` (default 10) ago, counted in calendar days
+/// on the mentor's clock (`ElapsedDays`).
 ///
 /// - Candidates: active assignments with no read receipt, dispatched `follow_up_days` or more before now,
 ///   of peer mentors still in the organization, not reminded before (the dedupe key names the assignment).
@@ -45,11 +46,13 @@ public struct AssignmentFollowUp: Scenario {
                    a.id AS assignment_id, a.title, a.dispatched_at, \(CurrentPause.columns)
               FROM unnest(\(organizations)::uuid[], \(days)::int[]) AS r(organization_id, follow_up_days)
               JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
-                                AND a.dispatched_at <= \(now)::timestamptz - make_interval(days => r.follow_up_days)
+                                AND \(ElapsedDays.possiblyAtLeast("r.follow_up_days", before: now, since: "a.dispatched_at"))
               JOIN users u ON u.id = a.mentor_id AND u.organization_id = a.organization_id
                           AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
               \(CurrentPause.join(mentor: "a.mentor_id", now: now))
-             WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
+              CROSS JOIN LATERAL (SELECT \(Recipient.knownTimeZone) AS name) zone
+             WHERE \(ElapsedDays.atLeast("r.follow_up_days", before: now, since: "a.dispatched_at", zone: "zone.name"))
+               AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
                                 WHERE rr.assignment_id = a.id AND rr.acknowledged_at <= \(now))
                AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = 'assignment_follow_up:' || a.id)
             """
@@ -61,9 +64,9 @@ public struct AssignmentFollowUp: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let days = now.wholeDays(since: candidate.dispatchedAt)
+        let days = ElapsedDays.between(candidate.dispatchedAt, now, zone: recipient.timeZone)
         if let pause = candidate.pause {
-            return .suppress(.paused, detail: "\(pause.detail); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
+            return .suppress(.paused, detail: "\(pause.detail(in: recipient.timeZone)); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")
         }
         let id = candidate.assignmentID.lowercasedString
         let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "title": candidate.title, "days": days, "one_day": days == 1])
@@ -73,6 +76,6 @@ public struct AssignmentFollowUp: Scenario {
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
             dedupeKey: "assignment_follow_up:\(id)",
             expiresAt: nil,
-            why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(Day.iso(candidate.dispatchedAt))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
+            why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(LocalClock.day(of: candidate.dispatchedAt, zone: recipient.timeZone))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
     }
 }

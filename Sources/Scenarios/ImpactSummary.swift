@@ -63,6 +63,6 @@ public struct ImpactSummary: Scenario {
             data: [("category", category.rawValue), ("route", "/impact/\(candidate.year)"), ("year", String(candidate.year))],
             dedupeKey: "impact_summary:\(recipient.userID.lowercasedString):\(candidate.year)",
             expiresAt: now.addingTimeInterval(TimeInterval(rule.settings.maxAgeDays) * 86_400),
-            why: "impact summary for \(candidate.year) computed \(Day.iso(candidate.computedAt)), not announced yet"))
+            why: "impact summary for \(candidate.year) computed \(LocalClock.day(of: candidate.computedAt, zone: recipient.timeZone)), not announced yet"))
     }
 }

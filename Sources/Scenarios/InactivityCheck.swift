@@ -9,9 +9,10 @@ import TextCoding
 /// The rule, once per inactivity stretch:
 /// - A stretch starts at the mentor's last logged activity (or joining, if none), or at the end of
 ///   their latest lifted availability pause, whichever is later.
-/// - A mentor is reminded when the stretch is at least `threshold_days` old; paused mentors are not.
+/// - A mentor is reminded when the stretch is at least `threshold_days` old, in calendar days on the
+///   mentor's clock (`ElapsedDays`); paused mentors are not.
 /// - A reminded mentor who stays inactive is reminded again only after another full threshold
-///   from the last reminder. Logging an activity ends the stretch.
+///   from the last reminder, counted the same way. Logging an activity ends the stretch.
 public struct InactivityCheck: Scenario {
     public struct Settings: Sendable {
         public var thresholdDays: Int
@@ -33,10 +34,6 @@ public struct InactivityCheck: Scenario {
     public var jobName: String { "inactivity-check" }
     public var abstract: String { "Remind peer mentors who have not logged an activity for longer than their organization's threshold." }
     public var category: NotificationCategory { .inactivity }
-    /// A repeat reminder is due a full threshold after the last one, less this: the daily run that sent it
-    /// starts a little earlier or later each day (the timer's randomized delay), and a threshold holding the
-    /// spring clock change is an hour short; without it half the repeats came a day late.
-    static let repeatGrace: TimeInterval = 6 * 3600
     public var suppressionReasons: [SuppressionReason] { [.paused] }
 
     public func settings(_ reader: SettingsReader) throws -> Settings {
@@ -55,14 +52,15 @@ public struct InactivityCheck: Scenario {
               FROM unnest(\(organizations)::uuid[], \(thresholds)::int[]) AS r(organization_id, threshold_days)
               JOIN users u ON u.organization_id = r.organization_id
                           AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
-                          AND coalesce(u.last_activity_logged_at, u.joined_at) <= \(now)::timestamptz - make_interval(days => r.threshold_days)
+                          AND \(ElapsedDays.possiblyAtLeast("r.threshold_days", before: now, since: "coalesce(u.last_activity_logged_at, u.joined_at)"))
               LEFT JOIN LATERAL (SELECT max(p.ends_at) AS lifted_at FROM availability_pauses p
                                   WHERE p.mentor_id = u.id AND p.ends_at <= \(now)) lift ON true
               CROSS JOIN LATERAL (SELECT greatest(coalesce(u.last_activity_logged_at, u.joined_at), lift.lifted_at) AS stretch_start) s
+              CROSS JOIN LATERAL (SELECT \(Recipient.knownTimeZone) AS name) zone
               \(CurrentPause.join(mentor: "u.id", now: now))
               LEFT JOIN LATERAL (SELECT max(n.created_at) AS reminded_at FROM notifications n
                                   WHERE n.user_id = u.id AND n.category = 'inactivity') reminder ON true
-             WHERE s.stretch_start <= \(now)::timestamptz - make_interval(days => r.threshold_days)
+             WHERE \(ElapsedDays.atLeast("r.threshold_days", before: now, since: "s.stretch_start", zone: "zone.name"))
             """
     }
 
@@ -77,17 +75,20 @@ public struct InactivityCheck: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let threshold = TimeInterval(rule.settings.thresholdDays) * 86_400
-        if let pause = candidate.pause { return .suppress(.paused, detail: pause.detail) }
+        // Days are counted on the mentor's clock, as the query counts them (`ElapsedDays`).
+        let zone = recipient.timeZone
+        func day(_ date: Date) -> String { LocalClock.day(of: date, zone: zone) }
+        let thresholdDays = rule.settings.thresholdDays
+        if let pause = candidate.pause { return .suppress(.paused, detail: pause.detail(in: zone)) }
         let stretchStart = candidate.stretchStart
         var anchor = stretchStart
         if let reminded = candidate.remindedAt, reminded >= stretchStart {
-            guard now.timeIntervalSince(reminded) >= threshold - InactivityCheck.repeatGrace else {
-                return .suppress(.alreadyNotified, detail: "reminded \(day(reminded)) in this inactivity stretch; next reminder from \(day(reminded.addingTimeInterval(threshold))) if still inactive")
+            guard ElapsedDays.between(reminded, now, zone: zone) >= thresholdDays else {
+                return .suppress(.alreadyNotified, detail: "reminded \(day(reminded)) in this inactivity stretch; next reminder from \(ElapsedDays.day(thresholdDays, after: reminded, zone: zone)) if still inactive")
             }
             anchor = reminded
         }
-        let days = now.wholeDays(since: stretchStart)
+        let days = ElapsedDays.between(stretchStart, now, zone: zone)
         var why: String
         if let last = candidate.lastActivity, last >= (candidate.pauseLiftedAt ?? .distantPast) {
             why = "no activity logged for \(days) days (since \(day(last)); threshold \(rule.settings.thresholdDays))"
@@ -98,7 +99,7 @@ public struct InactivityCheck: Scenario {
         }
         if anchor != stretchStart { why += "; reminded \(day(anchor)), still inactive" }
         // The text says how long since the last activity (or joining), whatever a pause did to the stretch.
-        let sinceLast = now.wholeDays(since: candidate.lastActivity ?? candidate.joinedAt)
+        let sinceLast = ElapsedDays.between(candidate.lastActivity ?? candidate.joinedAt, now, zone: zone)
         let message = rule.messages.render(recipient.language, ["name": recipient.displayName, "days": sinceLast, "one_day": sinceLast == 1,
                                                                      "never_active": candidate.lastActivity == nil])
         return .notify(NotificationDraft(
@@ -106,9 +107,7 @@ public struct InactivityCheck: Scenario {
             body: message.body,
             data: [("category", category.rawValue), ("route", "/activities/new")],
             dedupeKey: "inactivity:\(recipient.userID.lowercasedString):\(Int(anchor.timeIntervalSince1970.rounded(.down)))",
-            expiresAt: now.addingTimeInterval(threshold),
+            expiresAt: now.addingTimeInterval(TimeInterval(thresholdDays) * 86_400),
             why: why))
     }
-
-    private func day(_ date: Date) -> String { Day.iso(date) }
 }

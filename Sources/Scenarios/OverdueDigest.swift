@@ -55,6 +55,8 @@ public struct OverdueDigest: Scenario {
         let organizations = PostgresArray(rules.map(\.organizationID))
         let days = PostgresArray(rules.map(\.settings.overdueDays))
         let localDays = PostgresArray(rules.map { LocalTime(now, zone: $0.timeZone).isoDate })
+        // Overdue from the organization's local day `overdue_days` after the dispatch's (`ElapsedDays`).
+        let dispatchedBefore = PostgresArray(rules.map { ElapsedDays.startOfDay($0.settings.overdueDays - 1, before: now, zone: $0.timeZone) })
         return """
             SELECT c.coordinator_id AS user_id, 'day:' || c.local_day AS subject, c.local_day,
                    count(*) AS cases, min(c.dispatched_at) AS oldest_dispatch,
@@ -62,9 +64,10 @@ public struct OverdueDigest: Scenario {
                    (array_agg(c.title ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS titles,
                    (array_agg(c.id::text ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS assignment_ids
               FROM (SELECT s.coordinator_id, r.local_day, a.id, a.title, a.dispatched_at, m.display_name AS mentor_name
-                      FROM unnest(\(organizations)::uuid[], \(days)::int[], \(localDays)::text[]) AS r(organization_id, overdue_days, local_day)
+                      FROM unnest(\(organizations)::uuid[], \(days)::int[], \(localDays)::text[], \(dispatchedBefore)::timestamptz[])
+                           AS r(organization_id, overdue_days, local_day, dispatched_before)
                       JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
-                                        AND a.dispatched_at <= \(now)::timestamptz - make_interval(days => r.overdue_days)
+                                        AND a.dispatched_at < r.dispatched_before
                       JOIN users m ON m.id = a.mentor_id AND m.organization_id = a.organization_id
                       JOIN coordinator_scopes s ON s.mentor_id = a.mentor_id AND s.organization_id = a.organization_id
                      WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
@@ -83,7 +86,7 @@ public struct OverdueDigest: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let oldest = now.wholeDays(since: candidate.oldestDispatch)
+        let oldest = ElapsedDays.between(candidate.oldestDispatch, now, zone: rule.timeZone)
         let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }

@@ -38,17 +38,12 @@ struct CurrentPause {
         reason = try row.decode("pause_reason", as: String?.self)
     }
 
-    /// "paused since 2026-06-01 until 2026-06-20 (Ferie)", for decisions and the plan.
-    var detail: String {
-        var text = "paused since \(Day.iso(since))"
-        text += until.map { " until \(Day.iso($0))" } ?? " until further notice"
+    /// "paused since 2026-06-01 until 2026-06-20 (Ferie)", for decisions and the plan: the dates on the
+    /// mentor's clock (`zone`), so a pause from local midnight does not read as starting the day before.
+    func detail(in zone: String) -> String {
+        var text = "paused since \(LocalClock.day(of: since, zone: zone))"
+        text += until.map { " until \(LocalClock.day(of: $0, zone: zone))" } ?? " until further notice"
         if let reason, !reason.isEmpty { text += " (\(reason))" }
         return text
     }
-}
-
-/// Dates as people read them in decisions and plans.
-enum Day {
-    /// "2026-06-15" (UTC).
-    static func iso(_ date: Date) -> String { String(Timestamp.iso8601(date).prefix(10)) }
 }

@@ -55,6 +55,42 @@ import TestSupport
         #expect(plan.stdout.contains("\\u{1b}[2Jb\\u{a}SKIP"), "shown escaped: \(plan.stdout)")
     }
 
+    /// Days are counted on the mentor's clock: dispatched at 14:00 on June 5th (Oslo), the assignment is 10 days
+    /// old all through June 15th, so that morning's run reminds (counted in 24-hour periods, it found 9 days and
+    /// 20 hours, and the reminder came a day late). Dispatched at 01:00 on June 6th in Oslo, it is 9 days old
+    /// there, and 10 days old for a mentor in New York, where it was still June 5th.
+    @Test func theTenthDayOnTheMentorsClockRemindsWhateverTheHour() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        let ann = try f.mentor(org, "Ann", lastActivityDaysAgo: 1, locale: "en-GB")
+        try f.connection.execute("UPDATE users SET time_zone = 'America/New_York' WHERE id = \(ann)")
+        try f.assignment(org, mentor: kari, coordinator: coordinator, title: "Ring Per", dispatchedDaysAgo: 9 + 20.0 / 24)
+        try f.assignment(org, mentor: per, coordinator: coordinator, title: "Ring Kari", dispatchedDaysAgo: 9 + 9.0 / 24)
+        try f.assignment(org, mentor: ann, coordinator: coordinator, title: "Call Sam", dispatchedDaysAgo: 9 + 9.0 / 24)
+        let result = try run()
+        #expect(try f.inbox(kari).first?.body == "Hei Kari! Du fikk oppdraget «Ring Per» for 10 dager siden. Trykk her for å se det og bekrefte at du har lest det.")
+        #expect(try f.inbox(per).isEmpty)
+        #expect(try f.inbox(ann).first?.body == "Hi Ann! You were given the assignment “Call Sam” 10 days ago. Tap here to open it and confirm you have read it.")
+        #expect(result.summary?["notified"] as? Int == 2, "\(result.stdout)")
+        let why: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari)").first!.decode(0)
+        #expect(why.contains("dispatched 10 days ago (2026-06-05)"), "\(why)")
+    }
+
+    /// A pause's dates in the decision are the mentor's: one from midnight on June 10th in Oslo (22:00 UTC on
+    /// the 9th) does not read as starting on the 9th.
+    @Test func aPausesDatesAreSaidOnTheMentorsClock() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: kari, coordinator: coordinator, dispatchedDaysAgo: 12)
+        // 2026-06-10T00:00+02:00 and 2026-06-20T00:00+02:00.
+        try f.connection.execute("""
+            INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason)
+            VALUES (\(kari), '2026-06-09 22:00:00+00', '2026-06-19 22:00:00+00', 'Ferie')
+            """)
+        _ = try run()
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari)").first!.decode(0)
+        #expect(detail.hasPrefix("paused since 2026-06-10 until 2026-06-20 (Ferie)"), "\(detail)")
+    }
+
     @Test func oneDayIsSaidInTheSingular() throws {
         try f.rule(org, scenario: "assignment_follow_up", settings: #"{"follow_up_days": 1}"#)
         let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)

@@ -200,6 +200,29 @@ import TestSupport
         #expect(try f.inbox(fromEnglishOrg).first?.title == "Anything to log?")
     }
 
+    /// The threshold is counted in days on the mentor's clock: last active at 14:00 on June 1st (Oslo), a mentor
+    /// is 14 days inactive all through June 15th, and that morning's run reminds (in 24-hour periods it found 13
+    /// days and 20 hours: a day late). Last active at 01:00 on June 2nd, 13 days: not yet.
+    @Test func theThresholdsLastDayOnTheMentorsClockRemindsWhateverTheHour() throws {
+        let org = try f.organization("Org", locale: "nb")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 13 + 20.0 / 24, locale: "nb-NO")
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 13 + 9.0 / 24, locale: "nb-NO")
+        let result = try run()
+        let body = try #require(try f.inbox(kari).first?.body)
+        #expect(body.hasPrefix("Hei Kari! Det er 14 dager siden du sist registrerte"), "\(body)")
+        #expect(try f.inbox(per).isEmpty)
+        #expect(result.summary?["notified"] as? Int == 1, "\(result.stdout)")
+        // Reminded at 10:00 today: the next reminder is due on June 29th, from its first hour (23:00 on the 28th
+        // is too early, 01:00 on the 29th is not).
+        _ = try run(daysLater: 13 + 13.0 / 24)
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.decisions(kari) == ["notified:notified", "suppressed:already_notified"])
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari) ORDER BY id DESC LIMIT 1").first!.decode(0)
+        #expect(detail.contains("next reminder from 2026-06-29 if still inactive"), "\(detail)")
+        _ = try run(daysLater: 13 + 15.0 / 24)
+        #expect(try f.inbox(kari).count == 2)
+    }
+
     @Test func oneDayIsSaidInTheSingular() throws {
         // An organization may remind after a single day (thresholds from 1 are allowed).
         let org = try f.organization("Org", locale: "nb")

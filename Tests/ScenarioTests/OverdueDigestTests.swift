@@ -78,6 +78,16 @@ import TestSupport
         #expect(try f.count("notifications") == 1, "never one notification per case")
     }
 
+    /// Overdue from the organization's local day `overdue_days` after the dispatch's: at 09:00 on June 15th,
+    /// an assignment dispatched at 13:00 on June 5th (Oslo) is 10 days old (in 24-hour periods 9 days and 20
+    /// hours, and the digest named it a day late); one dispatched at 01:00 on June 6th is 9 days old.
+    @Test func theOverdueDaysAreTheOrganizationsCalendarDays() throws {
+        let linda = try coordinator("Linda", overdue: [("Ola Nordmann", "Ring ny deltaker", 9 + 20.0 / 24), ("Kari", "Ikke ennå", 9 + 8.0 / 24)])
+        let result = try run()
+        #expect(result.summary?["notified"] as? Int == 1, "\(result.stdout)")
+        #expect(try f.inbox(linda).first?.body == "Ola Nordmann har ikke bekreftet oppdraget «Ring ny deltaker» etter 10 dager. Trykk for å følge opp.")
+    }
+
     @Test func noDigestWhenNothingIsOverdue() throws {
         let calm = try coordinator("Calm", overdue: [("Fresh", "Ny", 3)])
         let acknowledged = try f.assignment(org, mentor: try f.mentor(org, "Read it", lastActivityDaysAgo: 1), coordinator: calm, dispatchedDaysAgo: 20)
