@@ -138,7 +138,7 @@ public enum DeliverRunner {
             }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
-                       \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id
+                       \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id, \(OutboxEngine.pausedWhileWaiting)
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -157,8 +157,10 @@ public enum DeliverRunner {
                     OutboxEngine.unserved($0, environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:)), serving: settings.apnsEnvironments)
                 }
                 let moved: Bool = try row.decode(9)
+                let paused: Bool = try row.decode(10)
                 let (verb, action): (String, String) =
                     moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
+                    : paused ? ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
                     : retired ? ("SETTLE", "settle (token retired)")
                     : unserved.map { ("FAIL", "fail: \($0)") } ?? (expired ? ("EXPIRE", "expire")
                     : !configured ? ("WAIT", "wait (provider not configured)")

@@ -18,10 +18,14 @@ public struct DeliveryReport: Sendable {
     public var unavailableProviders: [String: String] = [:]
     /// The signal that stopped the run early ("SIGTERM"), if one did.
     public var stoppedBy: String?
-    /// Retries and late pushes found inside their recipient's quiet hours: due again when the window ends.
+    /// Pushes that waited (retries, late ones, ones the job deferred) found inside their recipient's quiet hours
+    /// (which may have moved since): due again when the window ends.
     public var postponed = 0
     /// Cancelled when claimed, never sent: the device token had moved to another user than the notification's.
     public var cancelled = 0
+    /// Cancelled when claimed, never sent: a reminder that waited (deferred for the quiet hours, a retry), for a
+    /// mentor whose pause, saved in advance, had begun meanwhile.
+    public var cancelledPaused = 0
     /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
     /// ran out before the push could start).
     public var released = 0
@@ -58,6 +62,7 @@ public struct DeliveryReport: Sendable {
         released += other.released
         postponed += other.postponed
         cancelled += other.cancelled
+        cancelledPaused += other.cancelledPaused
         stoppedBy = stoppedBy ?? other.stoppedBy
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
@@ -76,6 +81,7 @@ public struct DeliveryReport: Sendable {
         writer.add("held", held)
         if postponed > 0 { writer.add("postponed_for_quiet_hours", postponed) }
         if cancelled > 0 { writer.add("cancelled_token_moved", cancelled) }
+        if cancelledPaused > 0 { writer.add("cancelled_paused", cancelledPaused) }
         if !byProvider.isEmpty {
             var providers = JSONWriter()
             for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
@@ -98,6 +104,7 @@ public struct DeliveryReport: Sendable {
         if held > 0 { text += ", \(held) held back" }
         if postponed > 0 { text += ", \(postponed) postponed to the end of their recipient's quiet hours" }
         if cancelled > 0 { text += ", \(cancelled) cancelled (the device token now belongs to another user)" }
+        if cancelledPaused > 0 { text += ", \(cancelledPaused) cancelled (the mentor's pause began while they waited)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
         if let stoppedBy { text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run" }

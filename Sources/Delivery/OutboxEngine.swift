@@ -321,6 +321,8 @@ public final class OutboxEngine {
         /// The token belongs to another user than the notification's now: it moved (the app signed somebody
         /// else in on the phone) after the delivery was queued, or while the job that queued it was recording.
         let tokenMoved: Bool
+        /// A reminder that waited, for a mentor on a pause now (`pausedWhileWaiting`).
+        let mentorPaused: Bool
         let message: PushMessage
         let target: PushTarget
         /// `lease_until` as the claim set it (text, exact to the microsecond): the proof that the row
@@ -340,12 +342,13 @@ public final class OutboxEngine {
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
              lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil,
-             tokenMoved: Bool = false) {
+             tokenMoved: Bool = false, mentorPaused: Bool = false) {
             self.deliveryID = deliveryID
             self.attempts = attempts
             self.tokenID = tokenID
             self.tokenRetired = tokenRetired
             self.tokenMoved = tokenMoved
+            self.mentorPaused = mentorPaused
             self.message = message
             self.target = target
             self.lease = lease
@@ -425,7 +428,8 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id
+                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id,
+                      \(OutboxEngine.pausedWhileWaiting)
             """, binary: true)
         let claimed = try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -439,7 +443,8 @@ public final class OutboxEngine {
                                      presentation: presentations[category]),
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
-                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18))
+                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
+                mentorPaused: try row.decode(19))
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
@@ -462,11 +467,21 @@ public final class OutboxEngine {
     /// held up behind a backlog. A late push, like a retry, waits out its recipient's quiet hours.
     static let lateAfter = 600
 
-    /// A retry, or a push released or held up past its time (`lateAfter`), may now fall in the recipient's quiet
-    /// hours (the jobs deferred the others when they decided): their window, "start end zone", for such a row of
-    /// `delivery_queue q`, `deliveries d` and `notifications n`; NULL for any other.
+    /// A push that waited, of `delivery_queue q` and `deliveries d`: a retry, one released or held up past its
+    /// time (`lateAfter`), or one the job deferred (due more than a minute after it was queued: the quiet hours).
+    /// What the job judged may have changed meanwhile with nothing to say so: the recipient's quiet hours, or a
+    /// pause saved in advance that has begun (a trigger runs when a pause is saved, none when it starts). A
+    /// push that did not wait was judged moments ago, and the triggers have cancelled it if anything changed.
+    static let waited: Query = """
+        (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter))
+         OR q.next_attempt_at > d.created_at + interval '1 minute')
+        """
+
+    /// A push that waited (`waited`) may now fall in the recipient's quiet hours (the jobs deferred the others
+    /// when they decided, and the window may have moved since): their window, "start end zone", for such a row
+    /// of `delivery_queue q`, `deliveries d` and `notifications n`; NULL for any other.
     static let lateQuietHours: Query = """
-        CASE WHEN NOT n.critical AND (d.attempts > 0 OR q.next_attempt_at < now() - make_interval(secs => \(OutboxEngine.lateAfter)))
+        CASE WHEN NOT n.critical AND \(OutboxEngine.waited)
              THEN (SELECT extract(epoch FROM coalesce(pc.quiet_hours_start, op.quiet_hours_start))::int || ' ' ||
                           extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int || ' ' || \(Recipient.knownTimeZone)
                      FROM users u
@@ -475,6 +490,19 @@ public final class OutboxEngine {
                     WHERE u.id = n.user_id)
         END
         """
+
+    /// Whether a reminder that waited (`waited`) is for a mentor on a pause now: the reminders a pause cancels
+    /// (0024's `pauses_cancel_reminders`), of a row of `delivery_queue q`, `deliveries d` and `notifications n`.
+    static let pausedWhileWaiting: Query = """
+        CASE WHEN n.category IN ('inactivity', 'assignment_follow_up') AND \(OutboxEngine.waited)
+             THEN EXISTS (SELECT 1 FROM availability_pauses p
+                           WHERE p.mentor_id = n.user_id AND p.starts_at <= now() AND (p.ends_at IS NULL OR p.ends_at > now()))
+             ELSE false
+        END
+        """
+
+    /// The reason a reminder is cancelled when its mentor's pause began while it waited (0024's trigger says the same).
+    static let pausedReason = "a pause of the mentor started before the push went out"
 
     /// "start end zone" as the claim reads a recipient's quiet hours.
     static func quietHours(_ text: String) -> (start: Int, end: Int, zone: String)? {
@@ -518,6 +546,10 @@ public final class OutboxEngine {
                     // job recording at that moment queued on the token as it saw it, after that cancel.
                     recorder.cancel(claimed, reason: OutboxEngine.tokenMovedReason)
                     report.cancelled += 1
+                } else if claimed.mentorPaused {
+                    // A pause saved in advance began while the push waited: cancelled as a pause saved now cancels it.
+                    recorder.cancel(claimed, reason: OutboxEngine.pausedReason)
+                    report.cancelledPaused += 1
                 } else if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                     report.count(.failed, claimed.target.provider)

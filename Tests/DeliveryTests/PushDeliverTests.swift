@@ -914,6 +914,61 @@ import TestSupport
         #expect((3000...3700).contains(try waiting.decode(0, as: Int.self)), "due when the window ends, in about an hour")
     }
 
+    /// A push the job deferred for the quiet hours is judged again when it comes due. Meanwhile one recipient
+    /// moved her quiet hours over the present, and another mentor's pause, saved in advance, began (a trigger
+    /// runs when a pause is saved, none when it starts). Both went out all the same; now the first waits for her
+    /// new window to end and the second is cancelled as a pause cancels reminders, in the dry run's plan too. A
+    /// third, nothing changed, goes; and a push on time is not looked at again.
+    @Test func aDeferredPushIsJudgedAgainWhenItComesDue() throws {
+        try bulkDeliveries(4)
+        let rows: [(Int, UUID)] = try f.connection.query("""
+            SELECT d.id, n.user_id FROM deliveries d JOIN notifications n ON n.id = d.notification_id ORDER BY d.id
+            """).map { (try $0.decode(0), try $0.decode(1)) }
+        // The first three were deferred overnight: queued eight hours ago, due a minute ago.
+        try f.connection.execute("""
+            UPDATE deliveries SET created_at = now() - interval '8 hours' WHERE id = ANY(\(PostgresArray(rows[0...2].map(\.0)))::bigint[])
+            """)
+        try f.connection.execute("UPDATE delivery_queue SET next_attempt_at = now() - interval '1 minute'")
+        try f.connection.execute("UPDATE users SET time_zone = 'UTC' WHERE id = \(rows[0].1)")
+        try f.connection.execute("""
+            INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end)
+            VALUES (\(rows[0].1), (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time)
+            """)
+        // Saved in advance, its start has come: written here without its triggers, as its start passing runs none.
+        try f.connection.transaction {
+            try f.connection.execute("SET LOCAL session_replication_role = replica")
+            try f.connection.execute("""
+                INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason) VALUES (\(rows[1].1), now() - interval '1 hour', NULL, 'Ferie')
+                """)
+        }
+        // The fourth is on time, for a mentor paused the same way: the job judged it moments ago (the triggers
+        // cancel what a pause saved now would), so it is not looked at again.
+        try f.connection.transaction {
+            try f.connection.execute("SET LOCAL session_replication_role = replica")
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at) VALUES (\(rows[3].1), now() - interval '1 hour', NULL)")
+        }
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("LATER  delivery \(rows[0].0) "), "\(plan.stdout)")
+        #expect(plan.stdout.contains("CANCEL delivery \(rows[1].0) ") && plan.stdout.contains("a pause of the mentor started before the push went out"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("SEND   delivery \(rows[2].0) ") && plan.stdout.contains("SEND   delivery \(rows[3].0) "), "\(plan.stdout)")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = result.summary?["push"] as? [String: Any]
+        #expect(summary?["postponed_for_quiet_hours"] as? Int == 1 && summary?["cancelled_paused"] as? Int == 1, "\(result.stdout)")
+        #expect(pushes(.apns).count == 2, "the third and the fourth")
+        let states: [String] = try f.connection.query("SELECT state FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        #expect(states == ["pending", "cancelled", "sent", "sent"], "\(states)")
+        let waiting: Int = try f.connection.query("""
+            SELECT extract(epoch FROM next_attempt_at - now())::int FROM delivery_queue WHERE delivery_id = \(rows[0].0)
+            """).first!.decode(0)
+        #expect((3000...3700).contains(waiting), "due when her new window ends, in about an hour")
+        let event: String = try f.connection.query("""
+            SELECT event || ': ' || detail FROM delivery_events WHERE delivery_id = \(rows[1].0) ORDER BY id DESC LIMIT 1
+            """).first!.decode(0)
+        #expect(event == "cancelled: a pause of the mentor started before the push went out", "\(event)")
+    }
+
     @Test func aRetryInsideItsRecipientsQuietHoursWaitsForTheWindowToEnd() throws {
         try bulkDeliveries(3)
         try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
