@@ -80,6 +80,25 @@ import TestSupport
         #expect(try f.decisions(kari) == ["notified:deferred_quiet_hours"])
     }
 
+    /// A window of the whole day (00:00–24:00: PostgreSQL's `time` takes 24:00) is refused like an empty one
+    /// (migration 0029): it passed 0010's check and was read as no window at all, so pushes went out all day.
+    /// 22:00–24:00 and 24:00–07:00 are still windows.
+    @Test func theDatabaseRefusesAWindowOfTheWholeDay() throws {
+        let owl = try f.mentor(org, "Night owl", lastActivityDaysAgo: 20)
+        func refused(_ statement: Query) -> Bool {
+            do { try f.connection.execute(statement) } catch let error as PostgresError { return error.sqlState == "23514" } catch { return false }
+            return false
+        }
+        for (start, end) in [("00:00", "24:00"), ("24:00", "00:00"), ("24:00", "24:00"), ("07:00", "07:00")] {
+            #expect(refused("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(owl), \(start)::time, \(end)::time)"),
+                    "\(start)–\(end)")
+            #expect(refused("UPDATE organization_delivery_policies SET quiet_hours_start = \(start)::time, quiet_hours_end = \(end)::time"), "\(start)–\(end)")
+            #expect(try f.connection.query("SELECT count(*) FROM push_notification_configs").first!.decode(0, as: Int.self) == 0)
+        }
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(owl), '22:00', '24:00')")
+        try f.connection.execute("UPDATE organization_delivery_policies SET quiet_hours_start = '24:00', quiet_hours_end = '07:00'")
+    }
+
     @Test func aUsersOwnWindowBeatsTheOrganizations() throws {
         let owl = try f.mentor(org, "Night owl", lastActivityDaysAgo: 20)
         try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(owl), '01:00', '06:00')")
