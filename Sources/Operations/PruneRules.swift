@@ -30,6 +30,12 @@ struct PruneRules {
     /// Decisions (alias `dc`) past their retention.
     var decision: Query { "dc.decided_at < now() - make_interval(days => \(settings.decisionsDays))" }
 
+    /// A decision (alias `dc`) below which the age rule deletes (`Pruner.simple`'s `youngest`): one young enough to
+    /// stay, and not dated ahead of the clock. A run with `--now` in the future (allowed before stop 23 refused
+    /// it) dates its decisions then: the first of them held every later decision from pruning until that date
+    /// came and went. Such a row is kept until it is old itself; the rows after it are not.
+    var decisionThatStays: Query { "NOT (\(decision)) AND dc.decided_at <= now() + interval '1 day'" }
+
     /// Notifications (alias `t`) that may go, with everything that hangs on them.
     var notification: Query {
         """

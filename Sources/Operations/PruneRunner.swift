@@ -96,7 +96,7 @@ public enum PruneRunner {
         // The age rules stop below the first row young enough to stay, as the real run does (`Pruner.simple`).
         counts.decisions = try count(connection, """
             SELECT count(*) FROM decisions dc
-             WHERE \(rules.decision) AND dc.id < coalesce((SELECT min(dc.id) FROM decisions dc WHERE NOT (\(rules.decision))), 9223372036854775807)
+             WHERE \(rules.decision) AND dc.id < coalesce((SELECT min(dc.id) FROM decisions dc WHERE \(rules.decisionThatStays)), 9223372036854775807)
             """)
         let cascade = try connection.query("""
             SELECT count(DISTINCT t.id), count(DISTINCT d.id), count(e.id)
@@ -150,9 +150,9 @@ struct Pruner {
 
     mutating func run() throws {
         // Counted as each batch commits, so a run that fails part way reports what it did delete.
-        try simple("decisions", alias: "dc", key: "bigint", rules.decision, byAge: true, counted: \.decisions)
+        try simple("decisions", alias: "dc", key: "bigint", rules.decision, youngest: rules.decisionThatStays, counted: \.decisions)
         try notifications()
-        try simple("delivery_events", alias: "e", key: "bigint", rules.event, byAge: true, retention: true, counted: \.deliveryEvents)
+        try simple("delivery_events", alias: "e", key: "bigint", rules.event, youngest: "NOT (\(rules.event))", retention: true, counted: \.deliveryEvents)
         try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
         try eraseTokenValues()
         try simple("daily_push_slots", alias: "s", column: "notification_id", key: "uuid", rules.slot, counted: \.dailyPushSlots)
@@ -186,18 +186,19 @@ struct Pruner {
     /// Deletes the rows of `table` matching `condition`, a batch per transaction. `retention` marks the
     /// transaction as retention, the one way delivery_events lets a DELETE through.
     ///
-    /// `byAge`: the condition is an age cutoff on a time the rows are written with, so their ids grow with it.
-    /// The batches then stop below the first row past the cutoff, found once by primary key: the last batch
+    /// `youngest`: the condition is an age cutoff on a time the rows are written with, so their ids grow with it,
+    /// and `youngest` says which rows stay (the condition's negation, less rows dated ahead of the clock). The
+    /// batches then stop below the first of them, found once by primary key: the last batch
     /// read every younger row looking for more (no index on the time), 180 days of delivery events in one
     /// statement, which at scale ran into the statement timeout every night and skipped the rules after it.
     /// A row written out of order above that id waits for the next run.
     mutating func simple(_ table: StaticString, alias: StaticString, column: StaticString = "id", key: StaticString, _ condition: Query,
-                         byAge: Bool = false, retention: Bool = false, counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
+                         youngest: Query? = nil, retention: Bool = false, counted: WritableKeyPath<PruneRunner.Counts, Int>) throws {
         var deleted = 0
         var after: String? = nil
-        let below: String? = byAge ? try connection.query("""
-            SELECT min(\(sql: alias).\(sql: column))::text FROM \(sql: table) \(sql: alias) WHERE NOT (\(condition))
-            """).first!.decode(0) : nil
+        let below: String? = try youngest.flatMap { youngest in
+            try connection.query("SELECT min(\(sql: alias).\(sql: column))::text FROM \(sql: table) \(sql: alias) WHERE \(youngest)").first!.decode(0)
+        }
         while !stopped {
             let row = try connection.transaction { () -> Row in
                 if retention { try connection.execute("SELECT set_config('mentor_push.retention', 'on', true)") }

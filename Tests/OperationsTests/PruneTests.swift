@@ -234,6 +234,24 @@ import TestSupport
         #expect(used < 1_000, "prune read \(used) rows of delivery_events to delete 3")
     }
 
+    /// A decision dated ahead of the clock (a run with `--now` in the future, which releases before stop 23
+    /// allowed) held every later decision from pruning until its date had come and gone: the age rule stops
+    /// below the first row that stays. It stays itself; the old ones after it go, in the dry run's count too.
+    @Test func aDecisionDatedAheadOfTheClockDoesNotHoldBackTheOnesAfterIt() throws {
+        let early = try decision(daysAgo: 500)
+        let ahead = try decision(daysAgo: -365)
+        let old = try (0..<3).map { _ in try decision(daysAgo: 400) }
+        let young = try decision(daysAgo: 1)
+        let dry = try prune(["--dry-run"])
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        #expect(deleted(dry, "would_delete")["decisions"] == 4, "\(dry.stdout)")
+        let result = try prune()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(deleted(result)["decisions"] == 4, "\(result.stdout)")
+        #expect(try !exists("decisions", early) && old.allSatisfy { try !exists("decisions", $0) })
+        #expect(try exists("decisions", ahead) && exists("decisions", young))
+    }
+
     @Test func dryRunReportsWhatARunWouldDeleteAndDeletesNothing() throws {
         _ = try rows()
         let before = try f.fingerprint()
