@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import TextCoding
 
 /// `--log-level`.
 public enum LogLevelOption: String, ExpressibleByArgument, Sendable, CaseIterable {
@@ -19,6 +20,38 @@ public enum JobLogging {
     }
 
     private static let bootstrapOnce: Void = {
-        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        LoggingSystem.bootstrap { label in OneLineLogHandler(StreamLogHandler.standardError(label: label)) }
     }()
+}
+
+/// A log handler that keeps each message on its one line: the messages carry outside text (an organization's
+/// name, a setting's value, a row's reason), and a line break in it forged a log line of its own in the
+/// journal, an escape sequence rewrote the terminal of whoever tailed it. Control characters and the line and
+/// paragraph separators become U+FFFD (`OutsideText.neutralized`), in the message and the metadata.
+struct OneLineLogHandler: LogHandler {
+    var inner: StreamLogHandler
+
+    init(_ inner: StreamLogHandler) { self.inner = inner }
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.message = "\(OutsideText.neutralized(event.message.description))"
+        event.metadata = event.metadata?.mapValues { .string(OutsideText.neutralized($0.description)) }
+        inner.log(event: event)
+    }
 }

@@ -12,7 +12,7 @@ public struct APNsCredentials: Sendable {
     /// Loads the key from a `.p8` file (PKCS#8 PEM, P-256). Errors name the setting and the file.
     public init(keyFile: String, keyID: String, teamID: String, topic: String) throws {
         guard FileManager.default.fileExists(atPath: keyFile) else {
-            throw PushConfigurationError("APNS_KEY_FILE: no such file: \(keyFile)")
+            throw PushConfigurationError("APNS_KEY_FILE: no such file: \(PushConfigurationError.shown(path: keyFile))")
         }
         guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
             throw PushConfigurationError("APNS_KEY_FILE: cannot read \(keyFile)")

@@ -13,7 +13,7 @@ public struct GoogleServiceAccount: Sendable {
     /// Loads and checks the file. Errors name the setting and the file, never the key.
     public init(file: String, setting: String = "FCM_SERVICE_ACCOUNT_FILE") throws {
         guard FileManager.default.fileExists(atPath: file) else {
-            throw PushConfigurationError("\(setting): no such file: \(file)")
+            throw PushConfigurationError("\(setting): no such file: \(PushConfigurationError.shown(path: file))")
         }
         guard let data = FileManager.default.contents(atPath: file),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {

@@ -5,3 +5,16 @@ public struct PushConfigurationError: Error, CustomStringConvertible, Sendable {
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
+
+extension PushConfigurationError {
+    /// A file setting's value as a message may show it: the path, or, for a value that is no path (a key or a
+    /// service account's JSON pasted in place of its file's path, a well-known habit), its length alone. The
+    /// message goes to the journal, the JSON summary, `job_runs.error` and `why`.
+    public static func shown(path value: String) -> String {
+        let looksLikeKey = value.contains("{") || value.contains("BEGIN") || value.contains("PRIVATE")
+        guard looksLikeKey || value.count > 1024 || value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            return value
+        }
+        return "(a value of \(value.utf8.count) bytes that is no file path, not shown: a key pasted in place of its file's path?)"
+    }
+}

@@ -97,6 +97,28 @@ import _CryptoExtras
         }
     }
 
+    /// A key pasted in place of its file's path (a well-known habit: the service account's JSON in
+    /// GOOGLE_APPLICATION_CREDENTIALS, the .p8's text in APNS_KEY_FILE) was echoed whole in "no such file:
+    /// …", on to the journal, the summary, `job_runs.error` and `why`. The message gives its length alone.
+    @Test func aKeyPastedInPlaceOfItsPathIsNeverEchoed() throws {
+        let pem = P256.Signing.PrivateKey().pemRepresentation
+        do {
+            _ = try APNsCredentials(keyFile: pem, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", topic: "a.b")
+            Issue.record("a key's text was taken for a file")
+        } catch let error as PushConfigurationError {
+            #expect(!error.message.contains("PRIVATE KEY") && !error.message.contains(String(pem.split(separator: "\n")[1].prefix(20))), "\(error.message)")
+            #expect(error.message.hasPrefix("APNS_KEY_FILE: no such file: (a value of \(pem.utf8.count) bytes that is no file path, not shown"), "\(error.message)")
+        }
+        let json = #"{"type": "service_account", "project_id": "p", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}"#
+        do {
+            _ = try GoogleServiceAccount(file: json, setting: "GOOGLE_APPLICATION_CREDENTIALS")
+            Issue.record("a service account's JSON was taken for a file")
+        } catch let error as PushConfigurationError {
+            #expect(!error.message.contains("MIIEvQIBADANBg") && !error.message.contains("project_id"), "\(error.message)")
+            #expect(error.message.hasPrefix("GOOGLE_APPLICATION_CREDENTIALS: no such file: (a value of"), "\(error.message)")
+        }
+    }
+
     /// The project id goes into every FCM URL's path: one with a line break or a space made every push fail
     /// at libcurl (an attempt burned each, dead after eight) while the run exited 0.
     @Test(arguments: ["my-project\n", "my project", "../../x", "", "MyProject"])

@@ -232,6 +232,18 @@ import TestSupport
         #expect(try f.connection.query("SELECT count(DISTINCT subject) FROM notifications").first!.decode(0, as: Int.self) == 200)
     }
 
+    /// An organization's name is outside text, and the log line that names it went to the journal raw: a line
+    /// break in it forged a log line of its own, an escape sequence rewrote the terminal of whoever tailed it.
+    @Test func anOrganizationsNameCannotForgeALogLine() throws {
+        let bad = try f.organization("Evil\nassignment-follow-up: all organizations are fine\u{1b}[2J")
+        try f.ruleWrittenBeforeValidation(bad, scenario: "assignment_follow_up", settings: #"{"follow_up_dayz": 7}"#)
+        let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(!result.stderr.split(separator: "\n").contains { $0.hasPrefix("assignment-follow-up: all organizations") }, "\(result.stderr)")
+        #expect(!result.stderr.unicodeScalars.contains { $0.value == 0x1B }, "\(result.stderr)")
+        #expect(result.stderr.contains("Evil\u{FFFD}assignment-follow-up: all organizations are fine\u{FFFD}[2J"), "\(result.stderr)")
+    }
+
     @Test(arguments: [(#"{"follow_up_days": "ten"}"#, #"assignment_follow_up.follow_up_days must be an integer from 1 to 90, found "ten""#),
                       (#"{"follow_up_dayz": 7}"#, "assignment_follow_up.follow_up_dayz is not a setting of assignment_follow_up (its settings: follow_up_days)")])
     func invalidSettingsExit78NamingTheOrganizationAndKeyAndTheOthersStillRun(settings: String, message: String) throws {
