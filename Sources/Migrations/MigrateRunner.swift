@@ -36,7 +36,7 @@ public enum MigrateRunner {
                 throw error
             }
             let verb = dryRun ? "would apply" : "applied"
-            Output.line("migrate: \(verb) \(applied.count) migration(s), \(alreadyApplied) already applied; schema version \(migrator.migrations.last!.version)")
+            Output.line("migrate: \(verb) \(applied.count) migration(s), \(alreadyApplied) already applied; schema version \(migrator.migrations.last!.version) (from \(directory.path))")
             if !dryRun { try recordIfPossible(run, connection) }
         }
     }

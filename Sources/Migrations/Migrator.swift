@@ -42,27 +42,25 @@ public struct Migrator {
         migrations = found
     }
 
-    /// Finds `sql/migrations`: `$MIGRATIONS_DIR`, else upward from the working folder and from the
-    /// executable (which finds the checkout from `.build/…/debug/migrate`), else `../share/mentor-push/migrations`
-    /// beside an installed binary.
+    /// Finds `sql/migrations`: `$MIGRATIONS_DIR`, else `../share/mentor-push/migrations` beside an installed
+    /// binary, else upward from the executable (which finds the checkout from `.build/…/debug/migrate`). Never
+    /// from the working folder: SQL run with the migration role's rights came from wherever `migrate` was
+    /// started (`cd /tmp/x && migrate` applied a `/tmp/sql/migrations/9999_….sql` anybody could put there).
     public static func defaultDirectory(executable: String = CommandLine.arguments[0]) -> URL? {
         if let env = ProcessInfo.processInfo.environment["MIGRATIONS_DIR"], !env.isEmpty {
             return URL(fileURLWithPath: env)
         }
         let fm = FileManager.default
-        var starts = [URL(fileURLWithPath: fm.currentDirectoryPath)]
         let exe = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
-        starts.append(exe)
-        for start in starts {
-            var dir = start
-            for _ in 0..<6 {
-                let candidate = dir.appendingPathComponent("sql/migrations")
-                if fm.fileExists(atPath: candidate.path) { return candidate }
-                dir = dir.deletingLastPathComponent()
-            }
-        }
         let shared = exe.deletingLastPathComponent().appendingPathComponent("share/mentor-push/migrations")
-        return fm.fileExists(atPath: shared.path) ? shared : nil
+        if fm.fileExists(atPath: shared.path) { return shared }
+        var dir = exe
+        for _ in 0..<6 {
+            let candidate = dir.appendingPathComponent("sql/migrations")
+            if fm.fileExists(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return nil
     }
 
     /// Seconds a migration waits for a lock by default.

@@ -39,6 +39,24 @@ import TestSupport
         #expect(second.summary?["job"] as? String == "migrate")
     }
 
+    /// SQL with the migration role's rights came from wherever `migrate` was started: from a folder holding
+    /// `sql/migrations/9999_….sql` (anybody can make one under /tmp), it applied that file. It looks beside
+    /// its own executable only, and says which folder it used.
+    @Test func migrationsInTheWorkingFolderAreNotRun() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("work-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work.appendingPathComponent("sql/migrations"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        try "CREATE TABLE planted (x int);".write(to: work.appendingPathComponent("sql/migrations/9999_planted.sql"), atomically: true, encoding: .utf8)
+        let command = "cd \"$1\" && exec \"$2\" --database-url \"$3\""
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command, "sh", work.path, Paths.executable("migrate"), db.url])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("applied 0 migration(s)") && result.stdout.contains("(from \(Paths.root.appendingPathComponent("sql/migrations").path))"),
+                "\(result.stdout)")
+        let planted: Bool = try db.connect().query("SELECT to_regclass('planted') IS NOT NULL").first!.decode(0)
+        #expect(!planted)
+    }
+
     @Test func aMigrationEditedAfterItWasAppliedIsRefused() throws {
         let db = try TestCluster.shared().makeDatabase()
         let connection = try db.connect()
