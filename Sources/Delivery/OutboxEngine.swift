@@ -61,7 +61,10 @@ public final class OutboxEngine {
     private var claimSizer = ClaimSizer(window: 1, maximum: 1)
     /// The mass-retirement guard: `BadDeviceToken`, `DeviceTokenNotForTopic` and `SENDER_ID_MISMATCH`
     /// can mean that our environment, topic or project is wrong rather than the token. Until a push of
-    /// the same provider and environment has succeeded in this run, such tokens are held, not retired;
+    /// the same provider and environment has succeeded in this run (or, for a long-lived engine such as
+    /// event-notify's, in an earlier one: the setup cannot change within a process, and its runs are a push or
+    /// two, so one cleared each run would never confirm and its bad tokens would die of attempts instead of
+    /// being retired: `confirmed` is kept), such tokens are held, not retired;
     /// when `suspectLimit` pile up with no success, the provider is stopped as misconfigured and none
     /// of them is retired. At the end of the run, the few still held are tried again later, not retired.
     public var suspectLimit = 20

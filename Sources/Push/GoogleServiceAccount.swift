@@ -53,12 +53,14 @@ public struct GoogleServiceAccount: Sendable {
         }
     }
 
-    /// The signed RS256 assertion for the token endpoint (RFC 7523), valid for an hour.
+    /// The signed RS256 assertion for the token endpoint (RFC 7523), valid for an hour from its (back-dated) issue.
     public func assertion(now: Date, scope: String = "https://www.googleapis.com/auth/firebase.messaging") -> String {
         var header = #"{"alg":"RS256","typ":"JWT""#
         if let privateKeyID { header += #","kid":"# + jsonString(privateKeyID) }
         header += "}"
-        let iat = Int(now.timeIntervalSince1970)
+        // Back-dated 10 s, as golang/oauth2 does "for machines whose time is not perfectly in sync": Google refuses
+        // an assertion issued in its future (invalid_grant, which stops FCM for the run, every run).
+        let iat = Int(now.timeIntervalSince1970) - 10
         let claims = #"{"iss":\#(jsonString(clientEmail)),"scope":\#(jsonString(scope)),"aud":\#(jsonString(tokenURI)),"iat":\#(iat),"exp":\#(iat + 3600)}"#
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         // RS256 is RSASSA-PKCS1-v1_5 with SHA-256; swift-crypto calls that padding "insecure" for new designs.

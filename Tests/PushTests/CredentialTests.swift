@@ -67,6 +67,7 @@ import _CryptoExtras
         #expect(jwt.claims["aud"] as? String == "https://127.0.0.1:1/token")
         #expect(jwt.claims["scope"] as? String == "https://www.googleapis.com/auth/firebase.messaging")
         #expect((jwt.claims["exp"] as? Int ?? 0) - (jwt.claims["iat"] as? Int ?? 0) == 3600)
+        #expect(jwt.claims["iat"] as? Int == 1_781_510_390, "back-dated 10 s: a clock a little ahead is not refused")
         let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
         #expect(key.publicKey.isValidSignature(signature, for: jwt.signingInput, padding: .insecurePKCS1v1_5))
     }
