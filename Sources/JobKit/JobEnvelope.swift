@@ -49,6 +49,10 @@ extension JobFailure {
             switch error {
             case .invalidConnectionString:
                 self.init(.config, "\(error) (check --database-url or DATABASE_URL)")
+            case .connectionFailed where error.refusedLogin == .login:
+                self.init(.noPermission, "\(error) (the server refused the login: check the user and password of --database-url or DATABASE_URL, or PGUSER/PGPASSWORD/.pgpass, and pg_hba.conf; trying again will not help)")
+            case .connectionFailed where error.refusedLogin == .database:
+                self.init(.config, "\(error) (check the database name in --database-url or DATABASE_URL, or run migrate against the right database)")
             case .connectionFailed, .connectionLost:
                 self.init(.unavailable, "\(error)")
             case .server(let server) where server.sqlState == SQLState.queryCanceled:

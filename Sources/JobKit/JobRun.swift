@@ -108,13 +108,30 @@ public final class JobRun {
     }
 
     /// Marks the run as not fully done: `status` unless a worse one was already set. A message the run
-    /// already holds is not added again (a service degraded the same way batch after batch says it once).
+    /// already holds is not added again (a service degraded the same way batch after batch says it once), and
+    /// past `messageLimit` bytes the later ones are only counted: a batch's sentence carries its own counts,
+    /// so event-notify degraded all night by a provider that was down added one per batch, and its summary
+    /// line and `job_runs.error` grew to megabytes (journald cuts a line past 48 KB, and the JSON with it).
     public func degrade(_ status: ExitStatus, _ message: String) {
         if self.status == .ok { self.status = status }
         if outcome == "ok" { outcome = "partial" }
-        guard let held = self.message else { self.message = message; return }
-        if !held.components(separatedBy: "; ").contains(message) { self.message = held + "; " + message }
+        guard let held = self.message else { self.message = message; degradations.insert(message); return }
+        guard !degradations.contains(message) else { return }
+        if held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit {
+            degradations.insert(message)
+            self.message = held + "; " + message
+        } else {
+            let kept = held.range(of: JobRun.laterNote).map { String(held[..<$0.lowerBound]) } ?? held
+            laterDegradations += 1
+            self.message = kept + JobRun.laterNote + "\(laterDegradations) more not kept)"
+        }
     }
+
+    /// The bytes of messages a run keeps (`degrade`).
+    static let messageLimit = 4096
+    private static let laterNote = "; (and "
+    private var degradations: Set<String> = []
+    private var laterDegradations = 0
 
     func fail(_ failure: JobFailure) {
         outcome = "failed"

@@ -33,6 +33,22 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
         }
     }
 
+    /// A connection the server refused for good: the login (a wrong password, no pg_hba.conf entry, no such
+    /// role) or the database (none of that name). Trying again will not help: a service that reconnected
+    /// every few seconds for ever said nothing an alert could see.
+    public var refusedLogin: RefusedLogin? {
+        guard case .connectionFailed(let message) = self else { return nil }
+        if message.contains("FATAL:") && message.contains("database \"") && message.hasSuffix("does not exist") { return .database }
+        // Not "too many connections for role": that one passes.
+        let markers = ["password authentication failed", "authentication failed for user", "no pg_hba.conf entry",
+                       "pg_hba.conf rejects connection", "no password supplied", "is not permitted to log in"]
+        if markers.contains(where: message.contains) { return .login }
+        if message.contains("FATAL:") && message.contains("role \"") && message.hasSuffix("does not exist") { return .login }
+        return nil
+    }
+
+    public enum RefusedLogin: Sendable { case login, database }
+
     /// The SQLSTATE of a server error, if this is one.
     public var sqlState: String? {
         if case .server(let error) = self { return error.sqlState }

@@ -118,7 +118,14 @@ public struct EventNotifyRunner {
                 try wait(database)
             } catch {
                 guard !settings.once, Self.isConnectionLoss(error) else { throw error }
-                logger.warning("database connection lost (\(error)); reconnecting in \(Int(reconnectDelay)) s")
+                logger.warning("\(connection == nil ? "cannot connect to the database" : "database connection lost") (\(error)); reconnecting in \(Int(reconnectDelay)) s")
+                // Said in the metrics too, as it goes: a service that never got a connection (a fresh install, a
+                // database down at boot) wrote no file at all, and no alert could see it.
+                if publishedHealthy != false || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "reconnecting", succeeded: false)
+                    lastMetrics = ContinuousClock.now
+                    publishedHealthy = false
+                }
                 connection = nil
                 sleep(seconds: reconnectDelay)
                 reconnectDelay = min(30, reconnectDelay * 2)
@@ -200,6 +207,7 @@ public struct EventNotifyRunner {
     static func isConnectionLoss(_ error: Error) -> Bool {
         switch error {
         case let failure as JobFailure: return failure.status == .unavailable
+        case let error as PostgresError where error.refusedLogin != nil: return false
         case PostgresError.connectionFailed, PostgresError.connectionLost: return true
         case PostgresError.server(let server): return server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P")
         default: return false

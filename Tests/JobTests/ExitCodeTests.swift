@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import JobKit
 import Postgres
 import Testing
@@ -159,6 +160,33 @@ import TestSupport
         #expect(result.stderr.contains("/nonexistent-socket-dir"))
         #expect(result.summary?["outcome"] as? String == "failed")
         #expect(result.summary?["exit_code"] as? Int == 69)
+    }
+
+    /// A login the server refuses or a database that does not exist will not change by trying again: 77 and
+    /// 78, not 69, which a wrapper (and event-notify itself) retries for ever.
+    @Test func aRefusedLoginExits77AndAMissingDatabase78() throws {
+        let cluster = try TestCluster.shared()
+        let refused = try Jobs.run("inactivity-check", ["--database-url", cluster.url(database: "postgres", user: "no_such_role")], database: nil)
+        #expect(refused.status == 77, "stderr: \(refused.stderr)")
+        #expect(refused.stderr.contains(#"role "no_such_role" does not exist"#) && refused.stderr.contains("the server refused the login"), "\(refused.stderr)")
+        let missing = try Jobs.run("inactivity-check", ["--database-url", cluster.url(database: "no_such_database")], database: nil)
+        #expect(missing.status == 78, "stderr: \(missing.stderr)")
+        #expect(missing.stderr.contains(#"database "no_such_database" does not exist"#) && missing.stderr.contains("check the database name"), "\(missing.stderr)")
+    }
+
+    /// A service degraded batch after batch by a provider down all night: each batch's sentence carries its own
+    /// counts, so none repeated another, and the run's message (its summary line, `job_runs.error`) grew by one
+    /// per batch, to megabytes. Past 4 KB the later ones are counted, not kept; one said before is not said again.
+    @Test func aRunsMessageStaysBoundedHoweverOftenItIsDegraded() {
+        let run = JobRun(job: "event-notify", dryRun: false, asOf: Date(), logger: Logger(label: "test"))
+        for batch in 1...2_000 { run.degrade(.unavailable, "push: 0 sent, \(batch) to retry; apns unavailable: connection refused") }
+        run.degrade(.unavailable, "push: 0 sent, 1 to retry; apns unavailable: connection refused")
+        let message = run.message ?? ""
+        #expect(message.utf8.count < 4_200, "\(message.utf8.count) bytes")
+        #expect(message.hasPrefix("push: 0 sent, 1 to retry; apns unavailable: connection refused; push: 0 sent, 2 to retry"))
+        let kept = message.components(separatedBy: "apns unavailable").count - 1
+        #expect(message.hasSuffix("; (and \(2_000 - kept) more not kept)"), "\(kept) kept: \(message.suffix(80))")
+        #expect(run.status == .unavailable && run.outcome == "partial")
     }
 
     @Test func passwordInTheURLNeverAppearsInTheMessage() throws {

@@ -336,6 +336,36 @@ import TestSupport
         #expect(text.contains(#"outcome="degraded""#), "\(text)")
     }
 
+    /// The service never gave up on a login the server refused: it reconnected every few seconds for ever,
+    /// wrote no metrics and said "connection lost", so no alert could fire. Now it ends with 77 (its unit does
+    /// not restart it on that) and its metrics say so; a database it cannot reach yet (down at boot) it keeps
+    /// trying, and its metrics say "reconnecting" as it goes.
+    @Test func aRefusedLoginEndsTheServiceWith77AndAnUnreachableDatabaseShowsInItsMetrics() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+        let cluster = try TestCluster.shared()
+        let refused = try ProcessRunner.run(Paths.executable("event-notify"), ["--database-url", cluster.url(database: db.name, user: "no_such_role")],
+                                            environment: ["METRICS_DIR": directory.path], timeout: 30)
+        #expect(refused.status == 77, "stderr: \(refused.stderr)")
+        #expect(refused.stderr.contains("the server refused the login"), "\(refused.stderr)")
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        #expect(text.contains(#"mentor_push_last_run_exit_code{mentor_push_job="event-notify"} 77"#), "\(text)")
+        try? FileManager.default.removeItem(at: file)
+
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", "postgresql:///x?host=/nonexistent-socket-dir"],
+                                              environment: ["METRICS_DIR": directory.path])
+        defer { kill(running.pid, SIGKILL) }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: file.path) && Date() < deadline { usleep(20_000) }
+        let reconnecting = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        #expect(reconnecting.contains(#"outcome="reconnecting""#), "\(reconnecting)")
+        #expect(!reconnecting.contains("mentor_push_last_success_timestamp_seconds{"), "no success claimed: \(reconnecting)")
+        kill(running.pid, SIGTERM)
+        let ended = try running.wait(timeout: 30)
+        #expect(ended.stderr.contains("cannot connect to the database"), "\(ended.stderr)")
+    }
+
     /// An organization whose settings were written invalid before validation: its events are set aside with
     /// the reason (logged), and the run says so with 78, as the scheduled jobs do, instead of exiting 0. They
     /// were marked processed without a word: the pushes of that window were lost for good, as a scheduled

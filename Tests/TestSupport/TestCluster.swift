@@ -78,14 +78,21 @@ public final class TestCluster: @unchecked Sendable {
         _ = try? ProcessRunner.run(Paths.script("pg-cluster"), ["stop", directory])
     }
 
-    /// A URL for `database` on this server.
-    public func url(database: String) -> String {
+    /// A URL for `database` on this server (as `user`, when given, instead of the tests' own).
+    public func url(database: String, user: String? = nil) -> String {
         if adminURL.hasPrefix("postgres://") || adminURL.hasPrefix("postgresql://") {
             var components = URLComponents(string: adminURL)!
             components.path = "/" + database
+            if let user {
+                // The user may be a query parameter (pg-cluster's URL: `?host=…&user=postgres`), which beats the
+                // URL's user part.
+                components.queryItems = (components.queryItems ?? []).filter { $0.name != "user" && $0.name != "password" } + [URLQueryItem(name: "user", value: user)]
+                components.user = nil
+                components.password = nil
+            }
             return components.string!
         }
-        return adminURL + " dbname=\(database)"
+        return adminURL + " dbname=\(database)" + (user.map { " user=\($0)" } ?? "")
     }
 
     /// A fresh, migrated database of its own.
