@@ -102,6 +102,9 @@ public struct EventNotifyRunner {
                     if try !deliver(run: run, connection: database, summary: &summary) { drainHealthy = false }
                 }
                 if drained || !drainHealthy { healthy = drainHealthy }
+                // Well again once what its failed deliveries left waiting has gone out (push-deliver sent it after
+                // the outage): at night no event may come for hours to say so, and the alert stayed on till then.
+                if !healthy && !drained, try Self.nothingLeftWaiting(of: run.runID!, on: database) { healthy = true }
                 // A service never ends: its metrics say it is alive every 15 s, and well (last success: now)
                 // while its last delivery went through; a provider that stopped it shows at once.
                 if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
@@ -201,6 +204,16 @@ public struct EventNotifyRunner {
     private func sleep(seconds: Double) {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while !StopRequest.shared.isRequested && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+    }
+
+    /// Whether none of the deliveries of run `runID`'s notifications is due and unsent (one deferred to the end of
+    /// its recipient's quiet hours waits by design, not for a provider).
+    static func nothingLeftWaiting(of runID: Int, on connection: Connection) throws -> Bool {
+        try connection.query("""
+            SELECT NOT EXISTS (SELECT 1 FROM notifications n JOIN deliveries d ON d.notification_id = n.id
+                                 JOIN delivery_queue q ON q.delivery_id = d.id
+                                WHERE n.job_run_id = \(runID)::bigint AND \(DeliveryQueue.duePredicate))
+            """).first!.decode(0)
     }
 
     /// A database that went away or cannot be reached now (worth reconnecting to), not a bad query or URL.

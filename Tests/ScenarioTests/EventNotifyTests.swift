@@ -334,6 +334,16 @@ import TestSupport
         #expect(metric("last_success_timestamp_seconds") == aliveAndWell, "no success claimed after it")
         let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
         #expect(text.contains(#"outcome="degraded""#), "\(text)")
+        // The outage passes and push-deliver sends what waited: well again at its next wake, with no event to
+        // say so (the alert stayed on until the morning's first event).
+        usleep(1_100_000)
+        try f.connection.execute("UPDATE deliveries SET state = 'sent', sent_at = now()")
+        try f.connection.execute("DELETE FROM delivery_queue")
+        try f.connection.execute("SELECT pg_notify('mentor_push_events', '')")
+        deadline = Date().addingTimeInterval(10)
+        while (metric("last_success_timestamp_seconds") ?? 0) <= aliveAndWell && Date() < deadline { usleep(20_000) }
+        #expect((metric("last_success_timestamp_seconds") ?? 0) > aliveAndWell, "well again once nothing waits")
+        #expect(((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(#"outcome="running""#))
     }
 
     /// The service never gave up on a login the server refused: it reconnected every few seconds for ever,
