@@ -17,6 +17,7 @@ public final class ScenarioDelivery: JobDelivery {
     /// What every delivery of this run did so far: a long-running job (event-notify) delivers batch after batch,
     /// and its summary and metrics count them all.
     private var total = DeliveryReport()
+    private var saidNotConfigured = false
 
     /// Pushes what a job recorded even once asked to stop (event-notify: a committed batch's pushes go out,
     /// as promised, instead of waiting for push-deliver). A scheduled job's run may have queued far more, and
@@ -34,7 +35,11 @@ public final class ScenarioDelivery: JobDelivery {
 
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
         guard let settings, settings.isConfigured else {
-            logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
+            // Once per process: event-notify asks after every batch.
+            if !saidNotConfigured {
+                logger.notice("push is not configured (APNS_* or FCM_SERVICE_ACCOUNT_FILE): deliveries stay pending for push-deliver")
+                saidNotConfigured = true
+            }
             return nil
         }
         let engine: OutboxEngine

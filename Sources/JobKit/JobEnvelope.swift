@@ -65,8 +65,13 @@ extension JobFailure {
                 self.init(.software, "\(error)")
             case .server(let server) where server.sqlState == SQLState.insufficientPrivilege:
                 self.init(.noPermission, "\(error) (the database role lacks a privilege it needs: grant it, or run the job as the role that owns the tables)")
-            case .server(let server) where server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P"):
+            case .server(let server) where server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P") || server.sqlState.hasPrefix("58"):
                 self.init(.unavailable, "\(error)")
+            case .server(let server) where server.sqlState == SQLState.readOnlyTransaction:
+                // Not a bug: the server is a standby now (a failover, or a URL that reaches a replica).
+                self.init(.tempFail, "\(error) (the database is read-only: a standby after a failover, or a URL that reaches a replica; try again against the primary)")
+            case .server(let server) where server.sqlState.hasPrefix("53"):
+                self.init(.tempFail, "\(error) (the database server is short of a resource: disk, memory or connections; try again later)")
             case .decoding:
                 self.init(.dataError, "unexpected data in the database: \(error)")
             case .server, .encoding:

@@ -63,7 +63,8 @@ public struct ScenarioRunner<S: Scenario> {
         rules = rules.filter { rule in
             guard let why = scenario.notDue(rule, now: now) else { return true }
             summary.notDueOrganizations += 1
-            logger.info("\(rule.organizationName): not due: \(why)")
+            // Debug: an hourly job (the overdue digest) says it of every organization for most hours of the day.
+            logger.debug("\(rule.organizationName): not due: \(why)")
             printer?.notDue(rule.organizationName, id: rule.organizationID, why: why)
             return false
         }

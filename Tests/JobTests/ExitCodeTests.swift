@@ -189,6 +189,19 @@ import TestSupport
         #expect(run.status == .unavailable && run.outcome == "partial")
     }
 
+    /// After a failover the URL may reach a standby, where every write fails with 25006: that was "a bug" (70),
+    /// which wrappers do not retry. It is worth trying again (75), and the message says why.
+    @Test func aReadOnlyDatabaseExits75() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let f = try Fixtures(db)
+        let org = try f.organization("Org")
+        try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        try f.connection.execute("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$")
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 75, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("the database is read-only"), "\(result.stderr)")
+    }
+
     @Test func passwordInTheURLNeverAppearsInTheMessage() throws {
         let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql://someone:s3cret-pa55@127.0.0.1:1/db?connect_timeout=2"], database: nil)
         #expect(result.status == 69)
