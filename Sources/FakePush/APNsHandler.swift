@@ -252,7 +252,7 @@ extension FakePushCore {
         case .payloadTooLarge: return apnsError(413, "PayloadTooLarge", apnsID: apnsID)
         case .expiredProviderToken: return apnsError(403, "ExpiredProviderToken", apnsID: apnsID)
         case .invalidProviderToken, .fcmThirdPartyAuth: return apnsError(403, "InvalidProviderToken", apnsID: apnsID)
-        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage: return nil
+        case .oauthInvalidGrant, .oauthServerError, .oauthInternalFailure, .oauthMalformedAccessToken, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage: return nil
         }
     }
 }

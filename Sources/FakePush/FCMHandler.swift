@@ -221,7 +221,7 @@ extension FakePushCore {
             return Self.thirdPartyAuthError
         case .expiredProviderToken, .invalidProviderToken:
             return unauthenticated("Request had invalid authentication credentials.")
-        case .oauthInvalidGrant, .oauthServerError, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage:
+        case .oauthInvalidGrant, .oauthServerError, .oauthInternalFailure, .oauthMalformedAccessToken, .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage:
             return nil
         }
     }

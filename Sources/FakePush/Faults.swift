@@ -40,6 +40,12 @@ public enum Fault: Sendable, Hashable {
     case oauthInvalidGrant
     /// OAuth `503 {"error":"temporarily_unavailable", …}` (google-auth retries it).
     case oauthServerError
+    /// OAuth `400 {"error":"internal_failure", …}`: a passing trouble said with a 400 (google-auth retries on the
+    /// error code, whatever the status).
+    case oauthInternalFailure
+    /// OAuth `200` whose `access_token` holds a line break and a space (no bearer token: a token_uri that is not
+    /// Google's).
+    case oauthMalformedAccessToken
     /// Not the provider's answer but a proxy's in the way: `502` with an HTML page of `bytes` bytes, for a
     /// client that must not keep whatever size it is sent.
     case proxyErrorPage(bytes: Int)
@@ -54,7 +60,7 @@ public enum Fault: Sendable, Hashable {
             return [.apns]
         case .fcmThirdPartyAuth:
             return [.fcm]
-        case .oauthInvalidGrant, .oauthServerError:
+        case .oauthInvalidGrant, .oauthServerError, .oauthInternalFailure, .oauthMalformedAccessToken:
             return [.oauth]
         }
     }

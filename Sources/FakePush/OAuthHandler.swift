@@ -84,6 +84,11 @@ extension FakePushCore {
         case .oauthInvalidGrant: return oauthError(400, "invalid_grant", "Invalid JWT Signature.")
         case .oauthServerError, .status503, .status503Until: return oauthError(503, "temporarily_unavailable", "The service is currently unavailable.")
         case .status500: return oauthError(500, "internal_failure", "Internal error encountered.")
+        case .oauthInternalFailure: return oauthError(400, "internal_failure", "Internal error encountered.")
+        case .oauthMalformedAccessToken:
+            let body = JSONValue.object([JSONMember("access_token", .string("ya29.fake\r\nx-injected: 1")), JSONMember("expires_in", .number("3599")),
+                                         JSONMember("token_type", .string("Bearer"))]).googleStyleText
+            return FakeResponse(status: 200, headers: [("content-type", "application/json; charset=utf-8")], body: body)
         case .tooManyRequests: return oauthError(429, "rate_limit_exceeded", "Rate limit exceeded.")
         case .payloadTooLarge, .expiredProviderToken, .invalidProviderToken, .fcmThirdPartyAuth,
              .slow, .dropConnection, .goaway, .shutdown, .proxyErrorPage:

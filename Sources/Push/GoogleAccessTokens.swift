@@ -119,6 +119,9 @@ public final class GoogleAccessTokens: @unchecked Sendable {
         }
     }
 
+    /// A bearer token's characters (RFC 6750 b64token): letters, digits, - . _ ~ + / and trailing =.
+    static let tokenCharacters: Set<UInt8> = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=".utf8))
+
     /// One request to the token endpoint; touches no shared state.
     private func fetchNow() throws(PushOutcomeError) -> (token: String, expiresAt: Date, refreshAt: Date) {
         let now = clock()
@@ -135,12 +138,22 @@ public final class GoogleAccessTokens: @unchecked Sendable {
             let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
             guard response.status == 200 else {
                 let reason = ProviderText.clean("OAuth token endpoint answered \(response.status) \(json?["error"] as? String ?? ""): \(json?["error_description"] as? String ?? response.bodyText.prefix(200).description)")
-                if [408, 429, 500, 502, 503, 504].contains(response.status) { throw PushOutcomeError(.retry(after: RetryAfter.parse(response.header("retry-after")), reason: reason)) }
+                // Google's token endpoint also says a passing trouble with a 400 and one of these (google-auth
+                // retries on them): no configuration to check, try later.
+                let passing = ["internal_failure", "server_error", "temporarily_unavailable"].contains(json?["error"] as? String ?? "")
+                if [408, 429, 500, 502, 503, 504].contains(response.status) || passing {
+                    throw PushOutcomeError(.retry(after: RetryAfter.parse(response.header("retry-after")), reason: reason))
+                }
                 throw PushOutcomeError(.credentialsBroken(reason: reason + " (check the service-account file and the clock)"))
             }
             guard let token = json?["access_token"] as? String,
                   let expiresIn = (json?["expires_in"] as? NSNumber)?.doubleValue ?? (json?["expires_in"] as? String).flatMap(Double.init) else {
                 throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer has no access_token or expires_in\(response.cutOffNote)"))
+            }
+            // It goes into every request's authorization header: a token with a line break or a space in it
+            // (RFC 6750's b64token has neither) would bend the header, not authenticate.
+            guard !token.isEmpty, token.utf8.allSatisfy({ $0 < 0x80 && (Self.tokenCharacters.contains($0)) }) else {
+                throw PushOutcomeError(.credentialsBroken(reason: "OAuth token endpoint: the answer's access_token is not a bearer token (RFC 6750's characters only; check token_uri in the service-account file)"))
             }
             guard expiresIn.isFinite, expiresIn > 0 else {
                 // A token that is already dead would be fetched again for every push.

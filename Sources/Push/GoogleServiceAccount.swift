@@ -48,8 +48,11 @@ public struct GoogleServiceAccount: Sendable {
         self.clientEmail = try field("client_email")
         self.tokenURI = try field("token_uri")
         self.privateKeyID = object["private_key_id"] as? String
-        guard URL(string: tokenURI)?.scheme == "https" else {
-            throw PushConfigurationError("\(setting): \(file): \"token_uri\" must be an https URL")
+        // The signed assertion goes there: an https URL of a host, with no user or password in it (as the
+        // endpoint settings are checked).
+        guard let url = URLComponents(string: tokenURI), url.scheme == "https", !(url.host ?? "").isEmpty,
+              url.user == nil, url.password == nil, url.fragment == nil else {
+            throw PushConfigurationError("\(setting): \(file): \"token_uri\" must be an https URL of a host, with no user, password or fragment")
         }
     }
 

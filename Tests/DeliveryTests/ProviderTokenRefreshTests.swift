@@ -198,4 +198,32 @@ import TestSupport
             return reason.contains("expires_in (0.0) is not a positive number")
         }
     }
+
+    /// A passing trouble Google's token endpoint says with a 400 (`internal_failure`, `server_error`,
+    /// `temporarily_unavailable`: google-auth retries on those) was taken for a configuration to check: FCM
+    /// stopped with 78. It waits for a retry, as a 503 does. And an access token that is no bearer token (a
+    /// line break in it: a token_uri that is not Google's) would go into every request's header: refused.
+    @Test func aPassingTroubleSaidWithA400WaitsAndAMalformedAccessTokenIsRefused() throws {
+        let push = try PushEnvironment()
+        let clock = self.clock
+        let tokens = try GoogleAccessTokens(account: try GoogleServiceAccount(file: push.serviceAccountFile),
+                                            http: HTTP2Client.Configuration(caFile: push.caFile), clock: { clock.now })
+        push.server.inject(.oauthInternalFailure, count: 1)
+        #expect {
+            _ = try tokens.token()
+        } throws: { error in
+            guard let error = error as? PushOutcomeError, case .retry(_, let reason) = error.outcome else { return false }
+            return reason.contains("internal_failure")
+        }
+        clock.advance(31)
+        push.server.inject(.oauthMalformedAccessToken, count: 1)
+        #expect {
+            _ = try tokens.token()
+        } throws: { error in
+            guard let error = error as? PushOutcomeError, case .credentialsBroken(let reason) = error.outcome else { return false }
+            return reason.contains("is not a bearer token")
+        }
+        clock.advance(31)
+        #expect(try tokens.token().hasPrefix("ya29.fake-"), "a good answer after both")
+    }
 }

@@ -98,6 +98,25 @@ import _CryptoExtras
         }
     }
 
+    /// token_uri is where the signed assertion goes: only an https URL of a host, with no user or password.
+    @Test(arguments: ["http://oauth2.googleapis.com/token", "https://user:pw@oauth2.googleapis.com/token", "https:///token",
+                      "https://oauth2.googleapis.com/token#x", "oauth2.googleapis.com/token"])
+    func aTokenURIThatIsNoHTTPSURLOfAHostIsRefused(uri: String) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("sa.json")
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let json: [String: Any] = ["type": "service_account", "project_id": "demo-project", "private_key": key.pemRepresentation,
+                                   "client_email": "push@demo-project.iam.gserviceaccount.com", "token_uri": uri]
+        try JSONSerialization.data(withJSONObject: json).write(to: file)
+        #expect {
+            _ = try GoogleServiceAccount(file: file.path)
+        } throws: { error in
+            (error as? PushConfigurationError)?.message.contains("\"token_uri\" must be an https URL of a host") == true
+        }
+    }
+
     /// A key pasted in place of its file's path (a well-known habit: the service account's JSON in
     /// GOOGLE_APPLICATION_CREDENTIALS, the .p8's text in APNS_KEY_FILE) was echoed whole in "no such file:
     /// …", on to the journal, the summary, `job_runs.error` and `why`. The message gives its length alone.
