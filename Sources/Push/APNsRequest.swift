@@ -57,11 +57,14 @@ public struct APNsRequestBuilder: Sendable {
     public static func payloadBytes(_ message: PushMessage) -> [UInt8] {
         let full = render(message, title: message.title, body: message.body)
         if full.count <= maxPayloadBytes { return full }
-        var (shortened, fits) = message.shortened { render($0, title: $0.title, body: $0.body).count <= maxPayloadBytes }
+        let (shortened, fits) = message.shortened { render($0, title: $0.title, body: $0.body).count <= maxPayloadBytes }
         if fits { return render(shortened, title: shortened.title, body: shortened.body) }
-        // Only the custom data can still be too big: send the alert without it.
-        shortened.data = []
-        return render(shortened, title: shortened.title, body: shortened.body)
+        // Only the custom data can still be too big: the alert without it, its text shortened again from the
+        // whole (the first pass had cut title and body down to "…" to make room for the data).
+        var bare = message
+        bare.data = []
+        let again = bare.shortened { render($0, title: $0.title, body: $0.body).count <= maxPayloadBytes }.message
+        return render(again, title: again.title, body: again.body)
     }
 
     private static func render(_ message: PushMessage, title: String, body: String) -> [UInt8] {

@@ -32,7 +32,18 @@ public struct FCMRequestBuilder: Sendable {
         let full = render(message, token: token, now: now)
         if full.utf8.count <= FCMRequestBuilder.maxMessageBytes { return full }
         let shortened = message.shortened { render($0, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes }
-        return render(shortened.message, token: token, now: now)
+        if shortened.fits { return render(shortened.message, token: token, now: now) }
+        // Only the custom data can still be too big (FCM refuses the whole message past 4096 bytes, 400): without
+        // it, the text shortened again from the whole, as for APNs.
+        var bare = message
+        bare.data = []
+        return render(bare.shortened { render($0, token: token, now: now).utf8.count <= FCMRequestBuilder.maxMessageBytes }.message, token: token, now: now)
+    }
+
+    /// Data keys FCM refuses (fact sheet: `from`, `message_type`, and any starting with `google` or `gcm`): one
+    /// would fail the whole message, so it is left out.
+    static func isReserved(_ key: String) -> Bool {
+        key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
     }
 
     private func render(_ message: PushMessage, token: String, now: Date) -> String {
@@ -42,7 +53,7 @@ public struct FCMRequestBuilder: Sendable {
         var data = JSONWriter()
         data.add("notification_id", message.notificationID.lowercasedString)
         data.add("category", message.category)
-        for (key, value) in message.data where key != "notification_id" && key != "category" { data.add(key, value) }
+        for (key, value) in message.data where key != "notification_id" && key != "category" && !FCMRequestBuilder.isReserved(key) { data.add(key, value) }
         var androidNotification = JSONWriter()
         // A critical category has a channel of its own, which the app creates with high importance.
         let channel = message.presentation.androidChannel

@@ -55,6 +55,37 @@ import Testing
         #expect((android["notification"] as? [String: Any])?["notification_count"] as? Int == 3)
     }
 
+    /// A data value too big for any text to make room: the first pass cut title and body down to "…", then
+    /// dropped the data (APNs); FCM sent the whole over 4096 bytes, which FCM refuses. Both now send the text,
+    /// shortened only as needed, without the custom data, within the limit.
+    @Test func aDataValueTooBigForAnyTextIsLeftOutAndTheTextKept() throws {
+        var m = message(body: String(repeating: "Hei Kari! ", count: 300))
+        m.data = [("route", "/activities/new"), ("note", String(repeating: "x", count: 5_000))]
+        let apns = APNsRequestBuilder.payload(m)
+        #expect(apns.utf8.count <= 4096)
+        let apnsJSON = try #require(try JSONSerialization.jsonObject(with: Data(apns.utf8)) as? [String: Any])
+        let alert = try #require((apnsJSON["aps"] as? [String: Any])?["alert"] as? [String: Any])
+        #expect(alert["title"] as? String == "Har du noe å registrere?", "the title kept whole")
+        #expect(((alert["body"] as? String)?.count ?? 0) > 2_000, "the body shortened only as needed: \(alert["body"] ?? "")")
+        #expect(apnsJSON["note"] == nil && apnsJSON["notification_id"] != nil)
+        let fcm = FCMRequestBuilder(projectID: "demo").body(m, token: "tok", now: Date())
+        #expect(fcm.utf8.count <= 4096, "\(fcm.utf8.count) bytes")
+        let fcmJSON = try #require(try JSONSerialization.jsonObject(with: Data(fcm.utf8)) as? [String: Any])
+        let fcmMessage = try #require(fcmJSON["message"] as? [String: Any])
+        #expect((fcmMessage["notification"] as? [String: Any])?["title"] as? String == "Har du noe å registrere?")
+        let data = try #require(fcmMessage["data"] as? [String: Any])
+        #expect(data["note"] == nil && data["notification_id"] != nil && data["category"] as? String == "inactivity")
+    }
+
+    /// FCM refuses a message whose data holds a reserved key (`from`, `message_type`, `google…`, `gcm…`): left out.
+    @Test func fcmLeavesOutReservedDataKeys() throws {
+        var m = message(body: "Hei")
+        m.data = [("route", "/x"), ("from", "a"), ("message_type", "b"), ("google.c", "c"), ("gcm.d", "d")]
+        let fcm = FCMRequestBuilder(projectID: "demo").body(m, token: "tok", now: Date())
+        let data = try #require(((try JSONSerialization.jsonObject(with: Data(fcm.utf8)) as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: Any])
+        #expect(Set(data.keys) == ["route", "notification_id", "category"], "\(data)")
+    }
+
     @Test func fcmKeepsEveryCategoryForAnOfflinePhone() throws {
         // FCM keeps at most 4 collapse keys per device while it is offline and drops the rest with no rule
         // (fact sheet §2.3): a key per category (9 of them) lost whole categories overnight. No key: each
