@@ -26,6 +26,11 @@ struct DecisionRecorder {
         var push: Bool
     }
     private var rows: [Row] = []
+    /// The dedupe keys this batch stores: a second candidate with the same key (two events of one change, say)
+    /// is the same notification. Its row took a daily slot from the user's others, the batch's statement picked
+    /// its push and slot flags at random between the two (the capped one's, maybe: no push at all), and both
+    /// decisions read `notified` with one notification.
+    private var batchKeys: Set<String> = []
 
     init(connection: Connection, scenario: String, category: NotificationCategory, runID: Int, asOf: Date, batchSize: Int = 500) {
         self.connection = connection
@@ -38,7 +43,12 @@ struct DecisionRecorder {
 
     mutating func add(_ recipient: Recipient, subject: String?, _ decision: Decision, into summary: inout ScenarioSummary) throws {
         switch decision {
+        case .notify(let draft) where batchKeys.contains(draft.dedupeKey):
+            rows.append(Row(user: recipient.userID, subject: subject, reason: SuppressionReason.alreadyNotified.rawValue,
+                            detail: "\(draft.why); the same notification as another candidate of this run (\(draft.dedupeKey))", draft: nil, push: false))
+            summary.duplicates += 1
         case .notify(let draft):
+            batchKeys.insert(draft.dedupeKey)
             var (reason, detail) = (NotifiedReason.notified, draft.why)
             if let inboxOnly = draft.inboxOnly {
                 (reason, detail) = (inboxOnly.reason, "\(draft.why); \(inboxOnly.detail)")
@@ -75,6 +85,7 @@ struct DecisionRecorder {
             }
         }
         rows.removeAll(keepingCapacity: true)
+        batchKeys.removeAll(keepingCapacity: true)
     }
 
     /// Takes the daily slots the batch's capped pushes need; a push that gets none is stored without a

@@ -87,7 +87,7 @@ public struct ScenarioSummary: Sendable {
         let parts = suppressedCounts.map { "\($0.reason.rawValue) \($0.count)" }
         if !parts.isEmpty { text += " (" + parts.joined(separator: ", ") + ")" }
         if !dryRun { text += "; wrote \(inboxRows) inbox rows and \(deliveries) pending deliveries" }
-        if duplicates > 0 { text += "; \(duplicates) already stored by another run" }
+        if duplicates > 0 { text += "; \(duplicates) already stored (by another run, or for another candidate of this one)" }
         if capped > 0 { text += "; \(capped) over the daily cap (inbox only)" }
         if displaced > 0 { text += "; \(displaced) waiting lower-priority pushes gave up their daily slot" }
         return text

@@ -42,6 +42,8 @@ public struct Honorarium: EventScenario {
                AND (SELECT count(*) FROM assignments x
                      WHERE x.mentor_id = a.mentor_id AND x.state <> 'withdrawn'
                        AND (x.dispatched_at, x.id) <= (a.dispatched_at, a.id)) = r.assignment_count
+               AND NOT EXISTS (SELECT 1 FROM notifications n
+                                WHERE n.dedupe_key = 'honorarium:' || a.mentor_id || ':' || r.assignment_count)
             """
     }
 

@@ -30,6 +30,42 @@ import TestSupport
         }
     }
 
+    /// A scenario whose query finds every candidate twice: two candidates that make one notification (two
+    /// events of one change, say) in one batch.
+    struct TwiceOver: Scenario {
+        let inner = InactivityCheck()
+        var key: String { inner.key }
+        var jobName: String { inner.jobName }
+        var abstract: String { inner.abstract }
+        var category: NotificationCategory { inner.category }
+        var suppressionReasons: [SuppressionReason] { inner.suppressionReasons }
+        func settings(_ reader: SettingsReader) throws -> InactivityCheck.Settings { try inner.settings(reader) }
+        func notDue(_ rule: OrganizationRule<InactivityCheck.Settings>, now: Date) -> String? { nil }
+        func candidateQuery(rules: [OrganizationRule<InactivityCheck.Settings>], now: Date) -> Query {
+            let once = inner.candidateQuery(rules: rules, now: now)
+            return "\(once) UNION ALL \(once)"
+        }
+        func candidate(_ row: CandidateRow) throws -> InactivityCheck.Candidate { try inner.candidate(row) }
+        func decide(_ candidate: InactivityCheck.Candidate, recipient: Recipient, rule: OrganizationRule<InactivityCheck.Settings>, now: Date) -> Decision {
+            inner.decide(candidate, recipient: recipient, rule: rule, now: now)
+        }
+    }
+
+    /// The second of two candidates making the same notification in one batch took a daily slot from the
+    /// user's others, the batch's statement took the push and slot flags of either (the capped one's: no push
+    /// at all), and both decisions read `notified`. The second is now the one already notified.
+    @Test func twoCandidatesOfOneNotificationInABatchStoreAndPushItOnce() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let outcome = try ScenarioHarness.run(TwiceOver(), db, now: f.now)
+        #expect(try f.decisions(kari) == ["notified:notified", "suppressed:already_notified"])
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.deliveries(kari) == 1, "pushed, with the one slot it took")
+        #expect(try f.count("daily_push_slots") == 1)
+        #expect(outcome.summary.duplicates == 1 && outcome.summary.capped == 0, "\(outcome.summary)")
+    }
+
     @Test func aNewPolicyAppliesToEveryScenarioWithoutTouchingOne() throws {
         let org = try f.organization("Org")
         let coordinator = try f.user(org, "C", role: "coordinator")

@@ -108,6 +108,27 @@ import TestSupport
         #expect(try f.deliveryStates(linda) == ["cancelled", "pending", "pending"], "and the lift is pushed")
     }
 
+    /// The honorarium's threshold reached again (the third assignment withdrawn, another dispatched): a
+    /// candidate the recorder could only find already notified, while the dry run's plan said NOTIFY. It is
+    /// no candidate, as the scheduled scenarios' queries leave out what was stored.
+    @Test func theHonorariumReachedAgainIsNoCandidate() throws {
+        try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 2}"#)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.assignment(org, mentor: kari, coordinator: linda, title: "First", dispatchedDaysAgo: 0)
+        let second = try f.assignment(org, mentor: kari, coordinator: linda, title: "Second", dispatchedDaysAgo: -0.001)
+        try once()
+        #expect(try f.inbox(kari).filter { $0.category == "honorarium" }.count == 1)
+        try f.connection.execute("UPDATE assignments SET state = 'withdrawn', state_changed_at = now() WHERE id = \(second)")
+        try f.assignment(org, mentor: kari, coordinator: linda, title: "Third", dispatchedDaysAgo: -0.002)
+        let plan = try Jobs.run("event-notify", ["--dry-run", "--format", "json"], database: db)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(!plan.stdout.contains(#""subject":"honorarium:2""#), "\(plan.stdout)")
+        try once()
+        #expect(try f.inbox(kari).filter { $0.category == "honorarium" }.count == 1)
+        #expect(try f.decisionsWithSubjects(kari).filter { $0.hasSuffix("@honorarium:2") } == ["notified:notified@honorarium:2"])
+    }
+
     @Test func aNewAssignmentReachesTheMentorAndTheNthOneTellsOfTheHonorarium() throws {
         try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 3}"#)
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, locale: "en")
