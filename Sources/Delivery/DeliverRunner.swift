@@ -145,7 +145,8 @@ public enum DeliverRunner {
                  ORDER BY q.next_attempt_at, d.id
                 """) { row in
                 let provider: String = try row.decode(2)
-                let token = PushTarget.redact(try row.decode(3))
+                let rawToken: String = try row.decode(3)
+                let token = PushTarget.redact(rawToken)
                 let environment = try row.decode(4, as: String?.self)
                 let title: String = try row.decode(5)
                 let expired = (try row.decode(6, as: Date?.self)).map { $0 <= Date() } ?? false
@@ -158,17 +159,21 @@ public enum DeliverRunner {
                 }
                 let moved: Bool = try row.decode(9)
                 let paused: Bool = try row.decode(10)
+                // As the run does: a malformed token (written before the database checked them) is retired, alone.
+                let malformation = PushTarget.Provider(rawValue: provider).flatMap {
+                    PushTarget(provider: $0, token: rawToken, apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:))).malformation
+                }
                 let (verb, action): (String, String) =
                     moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
                     : paused ? ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
                     : retired ? ("SETTLE", "settle (token retired)")
-                    : unserved.map { ("FAIL", "fail: \($0)") } ?? (expired ? ("EXPIRE", "expire")
+                    : unserved.map { ("FAIL", "fail: \($0)") } ?? malformation.map { ("RETIRE", "retire the token: malformed token: \($0)") } ?? (expired ? ("EXPIRE", "expire")
                     : !configured ? ("WAIT", "wait (provider not configured)")
                     : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send"))
                 counts[provider, default: 0] += 1
                 switch format {
                 case .text:
-                    Output.line("\(verb.padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(token)\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
+                    Output.line("\(verb.padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(OutsideText.printable(token))\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
                 case .json:
                     var line = JSONWriter()
                     line.add("delivery_id", try row.decode(0, as: Int.self))

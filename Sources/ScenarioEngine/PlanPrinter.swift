@@ -15,7 +15,29 @@ public struct PlanPrinter {
         emit("")
     }
 
+    /// What the plan has given so far, as the run's recording would: a daily slot taken by one push of the run
+    /// is not free for the next one of the same user and day (the plan said "daily slot 1 of 1" for both, the
+    /// run capped the second), and a second candidate of one notification is the one already notified.
+    private let planned = Planned()
+
+    final class Planned {
+        var slots: [String: Int] = [:]
+        var keys: Set<String> = []
+    }
+
     func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
+        var decision = decision
+        if case .notify(var draft) = decision {
+            if !planned.keys.insert(draft.dedupeKey).inserted {
+                decision = .suppress(.alreadyNotified, detail: "\(draft.why); the same notification as another candidate of this run (\(draft.dedupeKey))")
+            } else if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
+                let key = "\(recipient.userID) \(slot.localDay)"
+                let now = taken + planned.slots[key, default: 0]
+                if now < slot.cap { planned.slots[key, default: 0] += 1 }
+                draft.dailySlot?.takenWhenPlanned = now
+                decision = .notify(draft)
+            }
+        }
         switch format {
         case .text: printText(recipient, organization: organization, subject: subject, decision: decision)
         case .json: emit(json(recipient, organization: organization, subject: subject, decision: decision))

@@ -25,6 +25,7 @@ import TestSupport
         ("apns", String(repeating: "ab", count: 31)),
         ("fcm", "tok en with spaces and enough characters"),
         ("fcm", "../../3/device/" + String(repeating: "ab", count: 32)),
+        ("fcm", String(repeating: "x", count: 40) + "\u{1b}[2J"),
     ]
 
     @Test func theDatabaseRefusesAMalformedToken() throws {
@@ -75,6 +76,13 @@ import TestSupport
         let check = try Jobs.inactivityCheck(db, now: f.now)
         #expect(check.status == 0, "stderr: \(check.stderr)")
         #expect(try f.count("deliveries") == 2 + Self.hostile.count)
+        // The dry run says so too (it listed them as SEND).
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let lines = plan.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("RETIRE ") && $0.contains("retire the token: malformed token: ") }.count == Self.hostile.count, "\(plan.stdout)")
+        #expect(lines.filter { $0.hasPrefix("SEND ") }.count == 2, "\(plan.stdout)")
+        #expect(!plan.stdout.unicodeScalars.contains { $0.value == 0x1B }, "a token's tail is shown escaped")
 
         let result = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(result.status == 0, "a malformed token never stops a provider: \(result.stderr)")

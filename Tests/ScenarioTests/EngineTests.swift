@@ -66,6 +66,29 @@ import TestSupport
         #expect(outcome.summary.duplicates == 1 && outcome.summary.capped == 0, "\(outcome.summary)")
     }
 
+    /// The dry run's plan says what the run then does when a run's own pushes meet: a user's second push of
+    /// the day under a cap of one is capped (the plan said "daily slot 1 of 1" for both), and a second
+    /// candidate of one notification is the one already notified (the plan said NOTIFY twice).
+    @Test func thePlanCountsTheRunsOwnSlotsAndNotifications() throws {
+        let org = try f.organization("Org")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
+        let coordinator = try f.user(org, "C", role: "coordinator")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: kari, coordinator: coordinator, title: "A", dispatchedDaysAgo: 12)
+        try f.assignment(org, mentor: kari, coordinator: coordinator, title: "B", dispatchedDaysAgo: 11)
+        let plan = try ScenarioHarness.run(AssignmentFollowUp(), db, now: f.now, dryRun: true).plan.filter { $0["decision"] as? String == "notify" }
+        #expect(plan.count == 2)
+        #expect(plan.filter { $0["capped"] as? Bool == true }.count == 1, "\(plan)")
+        _ = try ScenarioHarness.run(AssignmentFollowUp(), db, now: f.now)
+        #expect(try f.decisions(kari).sorted() == ["notified:capped", "notified:notified"])
+        #expect(try f.deliveries(kari) == 1)
+
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 20)
+        let twice = try ScenarioHarness.run(TwiceOver(), db, now: f.now, dryRun: true).plan.filter { $0["user_id"] as? String == ola.uuidString.lowercased() }
+        #expect(twice.map { $0["decision"] as? String } == ["notify", "suppress"], "\(twice)")
+        #expect(twice.last?["reason"] as? String == "already_notified")
+    }
+
     @Test func aNewPolicyAppliesToEveryScenarioWithoutTouchingOne() throws {
         let org = try f.organization("Org")
         let coordinator = try f.user(org, "C", role: "coordinator")
