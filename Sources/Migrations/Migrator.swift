@@ -78,8 +78,12 @@ public struct Migrator {
     /// instead (75, try again later). A database migrated by a newer build is refused (78).
     public func apply(to connection: Connection, dryRun: Bool = false, lockTimeout: Int = Migrator.defaultLockTimeout,
                       progress: (String) -> Void = { _ in }) throws -> Report {
-        try connection.execute("SELECT pg_advisory_lock(hashtext('mentor-push:migrate'))")
-        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext('mentor-push:migrate'))") }
+        // One migrate at a time. A dry run only reads, and takes no lock: it waited behind a real migrate (an
+        // index build, for as long), and held off one started while it looked.
+        if !dryRun {
+            try connection.execute("SELECT pg_advisory_lock(hashtext('mentor-push:migrate'))")
+        }
+        defer { if !dryRun { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext('mentor-push:migrate'))") } }
         if !dryRun {
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -57,6 +57,17 @@ import TestSupport
         #expect(!planted)
     }
 
+    /// A dry run only reads: it waited behind a real migrate's lock (an index build, for as long) and held
+    /// off one started while it looked. It takes no lock.
+    @Test func aDryRunDoesNotWaitForARunningMigrate() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let holder = try db.connect()
+        try holder.execute("SELECT pg_advisory_lock(hashtext('mentor-push:migrate'))")
+        let result = try ProcessRunner.run(Paths.executable("migrate"), ["--dry-run", "--database-url", db.url], timeout: 30)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("would apply 0 migration(s)"), "\(result.stdout)")
+    }
+
     @Test func aMigrationEditedAfterItWasAppliedIsRefused() throws {
         let db = try TestCluster.shared().makeDatabase()
         let connection = try db.connect()
