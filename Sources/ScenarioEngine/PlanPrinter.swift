@@ -10,6 +10,7 @@ public struct PlanPrinter {
     var emit: (String) -> Void = Output.line
 
     func header(job: String, asOf: Date) {
+        planned.asOf = asOf
         guard format == .text else { return }
         emit("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
         emit("")
@@ -23,6 +24,7 @@ public struct PlanPrinter {
     final class Planned {
         var slots: [String: Int] = [:]
         var keys: Set<String> = []
+        var asOf: Date?
     }
 
     func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
@@ -30,11 +32,21 @@ public struct PlanPrinter {
         if case .notify(var draft) = decision {
             if !planned.keys.insert(draft.dedupeKey).inserted {
                 decision = .suppress(.alreadyNotified, detail: "\(draft.why); the same notification as another candidate of this run (\(draft.dedupeKey))")
-            } else if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
-                let key = "\(recipient.userID) \(slot.localDay)"
-                let now = taken + planned.slots[key, default: 0]
-                if now < slot.cap { planned.slots[key, default: 0] += 1 }
-                draft.dailySlot?.takenWhenPlanned = now
+            } else {
+                if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
+                    let key = "\(recipient.userID) \(slot.localDay)"
+                    let now = taken + planned.slots[key, default: 0]
+                    if now < slot.cap { planned.slots[key, default: 0] += 1 }
+                    draft.dailySlot?.takenWhenPlanned = now
+                }
+                // A catch-up run (`--now` past) decides as of then, but its pushes go now, late, and wait out the
+                // recipient's quiet hours of the real time (push-deliver's rule for a late push): said here too.
+                let clock = Date()
+                if draft.inboxOnly == nil, draft.deliverAt == nil, !draft.critical, recipient.activeDevices > 0, let window = recipient.quietHours,
+                   let asOf = planned.asOf, asOf < clock.addingTimeInterval(-600),
+                   let end = QuietHours.end(of: window, at: clock, zone: recipient.timeZone) {
+                    draft.deliverAt = end
+                }
                 decision = .notify(draft)
             }
         }

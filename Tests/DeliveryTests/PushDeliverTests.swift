@@ -904,6 +904,10 @@ import TestSupport
             """)
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
         try f.device(kari, provider: "apns")
+        // The dry run says so (it planned a push at once).
+        let plan = try Jobs.inactivityCheck(db, now: Date().addingTimeInterval(-3 * 3_600), ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("DEFER the push until") && plan.stdout.contains("(quiet hours)"), "\(plan.stdout)")
         let result = try Jobs.inactivityCheck(db, now: Date().addingTimeInterval(-3 * 3_600), environment: push.variables)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(try f.decisions(kari) == ["notified:notified"], "outside the window as of the run")
