@@ -104,7 +104,7 @@ public struct PlanPrinter {
                     ? "; daily cap \(slot.cap) reached (\($0) today): CAPPED, inbox only, unless a waiting push of lower priority than \(slot.priority) gives up its slot"
                     : "; daily slot \($0 + 1) of \(slot.cap)" } ?? "; counts against the daily cap of \(slot.cap) on \(slot.localDay)"
             }
-            if !draft.inInbox && draft.inboxOnly == nil && recipient.activeDevices > 0 { push += "; push only: not listed in the inbox" }
+            if !draft.inInbox && PlanPrinter.pushes(draft, recipient) { push += "; push only: not listed in the inbox" }
             if draft.critical { push += "; critical: time-sensitive" }
             emit("NOTIFY  \(who): \(OutsideText.printable(draft.why)); \(devices)\(push)")
             emit("        [\(recipient.language.rawValue)] \(OutsideText.printable(draft.title)) | \(OutsideText.printable(draft.body))")
@@ -112,6 +112,14 @@ public struct PlanPrinter {
         case .suppress(let reason, let detail):
             emit("SKIP    \(who): \(reason.rawValue): \(OutsideText.printable(detail))")
         }
+    }
+
+    /// Whether the run will push `draft`: as the recorder has it, a notification it does not push (no device,
+    /// inbox only by a policy, capped) is listed in the inbox whatever its channels said.
+    static func pushes(_ draft: NotificationDraft, _ recipient: Recipient) -> Bool {
+        guard draft.inboxOnly == nil, recipient.activeDevices > 0 else { return false }
+        if let slot = draft.dailySlot, let taken = slot.takenWhenPlanned, taken >= slot.cap { return false }
+        return true
     }
 
     private func json(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) -> String {
@@ -138,7 +146,7 @@ public struct PlanPrinter {
                 if let taken = slot.takenWhenPlanned { writer.add("daily_slots_taken", taken) }
                 if let taken = slot.takenWhenPlanned, taken >= slot.cap { writer.add("capped", true) }
             }
-            if !draft.inInbox { writer.add("in_inbox", false) }
+            if !draft.inInbox && PlanPrinter.pushes(draft, recipient) { writer.add("in_inbox", false) }
             if draft.critical { writer.add("critical", true) }
         case .suppress(let reason, let detail):
             writer.add("decision", "suppress")

@@ -41,6 +41,11 @@ import TestSupport
         let push = try PushEnvironment()
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
         let noDevice = try f.mentor(org, "No device", lastActivityDaysAgo: 20, devices: 0)
+        // The plan says "not listed" only of the one pushed (it said so of the one with no device too).
+        let plan = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run", "--format", "json"], environment: push.variables)
+        let lines = plan.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first { $0.contains(kari.uuidString.lowercased()) }?.contains(#""in_inbox":false"#) == true, "\(plan.stdout)")
+        #expect(lines.first { $0.contains(noDevice.uuidString.lowercased()) }?.contains(#""in_inbox":false"#) == false, "\(plan.stdout)")
         let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try listedInInbox(kari) == [false], "stored for its push, not listed")
