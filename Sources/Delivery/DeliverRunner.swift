@@ -58,6 +58,7 @@ public enum DeliverRunner {
             // `why` and the alert on the last run look, not only on stderr.
             if !options.dryRun { try run.record(on: connection) }
             let settings = try PushSettings.load(options.delivery)
+            for warning in settings.warnings { run.logger.warning("\(warning)") }
             if options.dryRun {
                 let due = try plan(connection, settings: settings, format: options.format)
                 run.counts = { var writer = JSONWriter(); writer.add("due", json: due); return writer }

@@ -31,6 +31,9 @@ public struct PushSettings: Sendable {
     public var http = HTTP2Client.Configuration()
     public var maxAttempts = 8
 
+    /// What the run should say about these settings without refusing them (logged once it starts).
+    public var warnings: [String] = []
+
     /// True when at least one provider is configured.
     public var isConfigured: Bool { apns != nil || fcm != nil }
 
@@ -86,6 +89,23 @@ public struct PushSettings: Sendable {
         if let text = options.pushMaxAttempts.map(String.init) ?? environment["PUSH_MAX_ATTEMPTS"], !text.isEmpty {
             guard let n = Int(text), (1...100).contains(n) else { throw JobFailure(.config, "PUSH_MAX_ATTEMPTS: must be a number from 1 to 100, got \(text)") }
             settings.maxAttempts = n
+        }
+        if let ca = settings.http.caFile {
+            // libcurl adds the file to the system's CAs: a test provider's or a proxy's CA left set is then trusted
+            // for Apple's and Google's hosts too, and nothing ever fails to show it.
+            var real: [String] = []
+            if settings.apns != nil {
+                real += [settings.apnsEndpoint, settings.apnsSandboxEndpoint].filter {
+                    $0 == APNsRequestBuilder.productionEndpoint || $0 == APNsRequestBuilder.sandboxEndpoint
+                }
+            }
+            if let account = settings.fcm {
+                if settings.fcmEndpoint == FCMRequestBuilder.endpoint { real.append(settings.fcmEndpoint) }
+                if (URLComponents(string: account.tokenURI)?.host ?? "").hasSuffix("googleapis.com") { real.append(account.tokenURI) }
+            }
+            if !real.isEmpty {
+                settings.warnings.append("PUSH_CA_FILE (\(ca)) is trusted beside the system's CAs for \(real.joined(separator: ", ")): it is meant for a test provider or a TLS-inspecting proxy; unset it for Apple's and Google's own servers")
+            }
         }
         if let account = settings.fcm {
             do {

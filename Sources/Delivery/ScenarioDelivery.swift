@@ -18,6 +18,7 @@ public final class ScenarioDelivery: JobDelivery {
     /// and its summary and metrics count them all.
     private var total = DeliveryReport()
     private var saidNotConfigured = false
+    private var saidWarnings = false
 
     /// Pushes what a job recorded even once asked to stop (event-notify: a committed batch's pushes go out,
     /// as promised, instead of waiting for push-deliver). A scheduled job's run may have queued far more, and
@@ -34,6 +35,10 @@ public final class ScenarioDelivery: JobDelivery {
     }
 
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
+        if let settings, !saidWarnings {
+            for warning in settings.warnings { logger.warning("\(warning)") }
+            saidWarnings = true
+        }
         guard let settings, settings.isConfigured else {
             // Once per process: event-notify asks after every batch.
             if !saidNotConfigured {

@@ -85,4 +85,15 @@ import TestSupport
         // The fresh one called expired within 20 minutes: the clock is off, no new token.
         #expect(factory.refreshAfterExpiry(of: fresh) == nil)
     }
+
+    /// PUSH_CA_FILE is added to the system's CAs, for every host the run talks to: left set from a test or a
+    /// proxy setup, it is trusted for Apple's and Google's own servers too, and nothing ever failed to show
+    /// it. The run says so; against a test provider it says nothing.
+    @Test func aCAFileForAppleOrGooglesOwnServersIsSaid() throws {
+        #expect(try PushSettings.load(try DeliveryOptions.parse([]), environment: push.variables).warnings.isEmpty)
+        var real = push.variables
+        real["APNS_ENDPOINT"] = nil
+        let warnings = try PushSettings.load(try DeliveryOptions.parse([]), environment: real).warnings
+        #expect(warnings.count == 1 && warnings[0].contains("https://api.push.apple.com") && warnings[0].contains("PUSH_CA_FILE"), "\(warnings)")
+    }
 }
