@@ -114,7 +114,8 @@ public indirect enum JSONTree: Decodable, Sendable, CustomStringConvertible {
 public enum RuleLoader {
     /// Loads and validates every organization's rule for `scenario`. Organizations whose settings are
     /// invalid come back in `invalid` (the run goes on for the others and exits 78 at the end).
-    public static func load<S: Scenario>(_ scenario: S, only organizations: [UUID], from connection: Connection)
+    /// `proposing`: settings (a JSON object) merged over each rule, as `rules --dry-run --set` asks, in memory.
+    public static func load<S: Scenario>(_ scenario: S, only organizations: [UUID], from connection: Connection, proposing: String? = nil)
         throws -> (rules: [OrganizationRule<S.Settings>], invalid: [JobFailure])
     {
         let known = try connection.query("SELECT 1 FROM scenario_defaults WHERE scenario = \(scenario.key)")
@@ -124,7 +125,7 @@ public enum RuleLoader {
         let templates = try MessageTemplateLoader.load(scenario: scenario.key, from: connection)
         let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
         let rows = try connection.query("""
-            SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
+            SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}') || coalesce(\(proposing)::jsonb, '{}'))::text,
                    o.default_locale, o.time_zone, coalesce(r.priority, d.priority)
               FROM organizations o
               JOIN scenario_defaults d ON d.scenario = \(scenario.key)

@@ -85,6 +85,24 @@ import TestSupport
         #expect(result.stdout.contains("not counted: 1 organization(s) with invalid settings or templates"), "\(result.stdout)")
     }
 
+    /// The proposal was written into every organization's rule in a transaction rolled back at the end: the
+    /// rows stayed locked for the whole count (the app's edits waited), and one organization's invalid stored
+    /// rule failed the whole what-if (64). It is merged in memory now: that organization is not counted, the
+    /// others are, and no rule row is locked.
+    @Test func theWhatIfWritesAndLocksNothingAndAnInvalidRuleDoesNotStopIt() throws {
+        try f.mentor(org, "Twenty days quiet", lastActivityDaysAgo: 20)
+        let broken = try f.organization("Broken")
+        try f.ruleWrittenBeforeValidation(broken, settings: #"{"threshold_dayz": 7}"#)
+        let holder = try db.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM organization_scenario_rules FOR UPDATE")
+        defer { _ = try? holder.execute("ROLLBACK") }
+        let result = try Jobs.run("rules", ["--dry-run", "--set", "inactivity.threshold_days=7"], database: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("would notify 1 of 1 candidates"), "\(result.stdout)")
+        #expect(result.stdout.contains("not counted: 1 organization(s) with invalid settings or templates"), "\(result.stdout)")
+    }
+
     @Test(arguments: [
         (["--dry-run", "--set", "inactivity.threshold_dayz=7"], "inactivity.threshold_dayz is not a setting of inactivity"),
         (["--dry-run", "--set", "inactivity.threshold_days=0"], "must be an integer from 1 to 365"),
