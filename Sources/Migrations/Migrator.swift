@@ -46,10 +46,13 @@ public struct Migrator {
     /// binary, else upward from the executable (which finds the checkout from `.build/…/debug/migrate`). Never
     /// from the working folder: SQL run with the migration role's rights came from wherever `migrate` was
     /// started (`cd /tmp/x && migrate` applied a `/tmp/sql/migrations/9999_….sql` anybody could put there).
-    public static func defaultDirectory(executable: String = CommandLine.arguments[0]) -> URL? {
+    /// The executable is found from /proc/self/exe: `CommandLine.arguments[0]` is only "migrate" when it is run
+    /// by name from PATH, which resolved against the working folder all the same.
+    public static func defaultDirectory(executable: String = Migrator.executablePath()) -> URL? {
         if let env = ProcessInfo.processInfo.environment["MIGRATIONS_DIR"], !env.isEmpty {
             return URL(fileURLWithPath: env)
         }
+        guard executable.hasPrefix("/") else { return nil }
         let fm = FileManager.default
         let exe = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
         let shared = exe.deletingLastPathComponent().appendingPathComponent("share/mentor-push/migrations")
@@ -61,6 +64,11 @@ public struct Migrator {
             dir = dir.deletingLastPathComponent()
         }
         return nil
+    }
+
+    /// This process's executable, absolute (/proc/self/exe), else its `argv[0]`.
+    public static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
     /// Seconds a migration waits for a lock by default.

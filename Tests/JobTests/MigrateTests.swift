@@ -48,8 +48,13 @@ import TestSupport
         try FileManager.default.createDirectory(at: work.appendingPathComponent("sql/migrations"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         try "CREATE TABLE planted (x int);".write(to: work.appendingPathComponent("sql/migrations/9999_planted.sql"), atomically: true, encoding: .utf8)
-        let command = "cd \"$1\" && exec \"$2\" --database-url \"$3\""
-        let result = try ProcessRunner.run("/bin/sh", ["-c", command, "sh", work.path, Paths.executable("migrate"), db.url])
+        // Run by name from PATH, as an operator types it: argv[0] is then "migrate", which resolved against the
+        // working folder too.
+        let bin = URL(fileURLWithPath: Paths.executable("migrate")).deletingLastPathComponent().path
+        let command = "cd \"$1\" && PATH=\"$2:/usr/bin:/bin\" exec migrate --database-url \"$3\""
+        try FileManager.default.createDirectory(at: work.appendingPathComponent("work/sql/migrations"), withIntermediateDirectories: true)
+        try "CREATE TABLE planted (x int);".write(to: work.appendingPathComponent("work/sql/migrations/9999_planted.sql"), atomically: true, encoding: .utf8)
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command, "sh", work.appendingPathComponent("work").path, bin, db.url])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("applied 0 migration(s)") && result.stdout.contains("(from \(Paths.root.appendingPathComponent("sql/migrations").path))"),
                 "\(result.stdout)")
