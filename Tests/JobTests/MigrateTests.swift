@@ -173,6 +173,28 @@ import TestSupport
 
     /// Deliveries queued for a Web Push or Expo token (never sent: no job sends to them) are settled as failed
     /// by the upgrade, with the reason and an event; the APNs one stays queued.
+    /// A whole-day quiet window stored before 0029 is set to no window, what every job read it as: kept
+    /// under a NOT VALID check, its row refused every later update (a user switching pushes off got 23514).
+    @Test func theUpgradeClearsAWholeDayQuietWindowAndItsRowCanChange() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let dir = try migrationsCopy(before: "0029")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let f = try Fixtures(db)
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(kari), '00:00', '24:00')")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end) VALUES (\(org), '22:00', '07:00')")
+        let upgrade = try Jobs.run("migrate", [], database: db)
+        #expect(upgrade.status == 0, "stderr: \(upgrade.stderr)")
+        let windows: [String] = try f.connection.query("""
+            SELECT coalesce(quiet_hours_start::text, 'none') FROM push_notification_configs
+            UNION ALL SELECT coalesce(quiet_hours_start::text, 'none') FROM organization_delivery_policies
+            """).map { try $0.decode(0) }
+        #expect(windows == ["none", "22:00:00"])
+        try f.connection.execute("UPDATE push_notification_configs SET enabled = false WHERE user_id = \(kari)")
+    }
+
     @Test func theUpgradeSettlesDeliveriesNoJobCouldSend() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let dir = try migrationsCopy(before: "0018")

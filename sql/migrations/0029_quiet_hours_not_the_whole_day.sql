@@ -6,12 +6,22 @@
 -- pushes all day, without a word. A window is compared here by its clock times modulo the day. To stop
 -- pushes altogether there is the switch (push_notification_configs.enabled, or the organization's rule).
 --
--- NOT VALID: a row written before is kept, and read as before (no window); every new row and update is checked.
+-- A row that holds such a window already is set to no window, which is what every job read it as: left
+-- in place under a NOT VALID check, it made every later update of its row fail (a user switching pushes
+-- off, the advice above, got 23514).
+
+UPDATE organization_delivery_policies SET quiet_hours_start = NULL, quiet_hours_end = NULL
+ WHERE quiet_hours_start IS NOT NULL
+   AND extract(epoch FROM quiet_hours_start)::int % 86400 = extract(epoch FROM quiet_hours_end)::int % 86400;
+
+UPDATE push_notification_configs SET quiet_hours_start = NULL, quiet_hours_end = NULL
+ WHERE quiet_hours_start IS NOT NULL
+   AND extract(epoch FROM quiet_hours_start)::int % 86400 = extract(epoch FROM quiet_hours_end)::int % 86400;
 
 ALTER TABLE organization_delivery_policies ADD CONSTRAINT organization_delivery_policies_quiet_hours_not_whole_day
     CHECK (quiet_hours_start IS NULL
-           OR extract(epoch FROM quiet_hours_start)::int % 86400 <> extract(epoch FROM quiet_hours_end)::int % 86400) NOT VALID;
+           OR extract(epoch FROM quiet_hours_start)::int % 86400 <> extract(epoch FROM quiet_hours_end)::int % 86400);
 
 ALTER TABLE push_notification_configs ADD CONSTRAINT push_notification_configs_quiet_hours_not_whole_day
     CHECK (quiet_hours_start IS NULL
-           OR extract(epoch FROM quiet_hours_start)::int % 86400 <> extract(epoch FROM quiet_hours_end)::int % 86400) NOT VALID;
+           OR extract(epoch FROM quiet_hours_start)::int % 86400 <> extract(epoch FROM quiet_hours_end)::int % 86400);
