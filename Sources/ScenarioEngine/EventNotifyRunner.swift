@@ -72,6 +72,8 @@ public struct EventNotifyRunner {
         var lastMetrics: ContinuousClock.Instant? = nil
         /// Whether the last delivery went through, as the metrics last said: a change is published at once.
         var healthy = true
+        /// Whether it is unwell only because deliveries failed (a provider stopped it), not for events set aside.
+        var onlyDeliveriesFailed = false
         var publishedHealthy: Bool? = nil
         let started = ContinuousClock.now
         while !stop.isRequested {
@@ -90,21 +92,27 @@ public struct EventNotifyRunner {
                 // says whether all went well; one that found none leaves the last word as it was.
                 var drained = false
                 var drainHealthy = true
+                var setAside = false
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
                     let before = summary
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
-                    if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false }
+                    if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false; setAside = true }
                     if taken == 0 { break }
                     drained = true
                     events += taken
                     logger.debug("\(taken) events processed")
                     if try !deliver(run: run, connection: database, summary: &summary) { drainHealthy = false }
                 }
-                if drained || !drainHealthy { healthy = drainHealthy }
+                if drained || !drainHealthy {
+                    healthy = drainHealthy
+                    onlyDeliveriesFailed = !drainHealthy && !setAside
+                }
                 // Well again once what its failed deliveries left waiting has gone out (push-deliver sent it after
                 // the outage): at night no event may come for hours to say so, and the alert stayed on till then.
-                if !healthy && !drained, try Self.nothingLeftWaiting(of: run.runID!, on: database) { healthy = true }
+                // Not after events set aside (invalid rules, unreadable rows): those leave no delivery to wait for,
+                // and only a batch that goes well says they are over.
+                if !healthy && !drained && onlyDeliveriesFailed, try Self.nothingLeftWaiting(of: run.runID!, on: database) { healthy = true }
                 // A service never ends: its metrics say it is alive every 15 s, and well (last success: now)
                 // while its last delivery went through; a provider that stopped it shows at once.
                 if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {

@@ -367,6 +367,38 @@ import TestSupport
         #expect(((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(#"outcome="running""#))
     }
 
+    /// Events set aside (an organization's invalid rules) leave no delivery to wait for: the service said it was
+    /// well again at its next wake, seconds later, and the alert could not see them. It stays unwell until a
+    /// batch goes well.
+    @Test func eventsSetAsideKeepTheServiceUnwellUntilABatchGoesWell() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try coordinator("Linda", of: kari)
+        try f.ruleWrittenBeforeValidation(org, scenario: "availability_change", settings: #"{"notify_coordinatorz": true}"#)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
+                                              environment: ["METRICS_DIR": directory.path])
+        defer { kill(running.pid, SIGKILL) }
+        func metric(_ name: String) -> Double? {
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+            return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        var deadline = Date().addingTimeInterval(10)
+        while metric("last_success_timestamp_seconds") == nil && Date() < deadline { usleep(20_000) }
+        let wellBefore = try #require(metric("last_success_timestamp_seconds"), "the first heartbeat")
+        usleep(1_100_000)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        deadline = Date().addingTimeInterval(10)
+        while metric("last_run_exit_code") != 78 && Date() < deadline { usleep(20_000) }
+        #expect(metric("last_run_exit_code") == 78, "the event set aside")
+        usleep(1_100_000)
+        try f.connection.execute("SELECT pg_notify('mentor_push_events', '')")
+        usleep(1_500_000)
+        #expect(metric("last_success_timestamp_seconds") == wellBefore, "no success claimed after the events set aside")
+        #expect(((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(#"outcome="degraded""#))
+    }
+
     /// The service never gave up on a login the server refused: it reconnected every few seconds for ever,
     /// wrote no metrics and said "connection lost", so no alert could fire. Now it ends with 77 (its unit does
     /// not restart it on that) and its metrics say so; a database it cannot reach yet (down at boot) it keeps
