@@ -115,10 +115,13 @@ public final class JobRun {
     public func degrade(_ status: ExitStatus, _ message: String) {
         if self.status == .ok { self.status = status }
         if outcome == "ok" { outcome = "partial" }
-        guard let held = self.message else { self.message = message; degradations.insert(message); return }
-        guard !degradations.contains(message) else { return }
-        if held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit {
+        guard let held = self.message else {
             degradations.insert(message)
+            self.message = message.utf8.count <= JobRun.messageLimit ? message : String(message.prefix(JobRun.messageLimit / 2)) + "…"
+            return
+        }
+        guard degradations.insert(message).inserted else { return }
+        if held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit && !held.contains(JobRun.laterNote) {
             self.message = held + "; " + message
         } else {
             let kept = held.range(of: JobRun.laterNote).map { String(held[..<$0.lowerBound]) } ?? held
@@ -159,13 +162,14 @@ public final class JobRun {
 
     /// Writes the run's metrics to `$METRICS_DIR` (if set), as they stand now. The envelope calls it when a
     /// writing run ends; a long-running job may call it as it goes (`outcome` "running").
-    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil) {
+    /// `withBacklog` false leaves the backlog out (a service that cannot reach the database has none to say).
+    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil, withBacklog: Bool = true) {
         guard !dryRun, let file = MetricsFile.fromEnvironment(job: job) else { return }
         let exitCode = StopRequest.shared.exitCode(status)
         do {
             try file.write(MetricsFile.Snapshot(finishedAt: Date(), succeeded: succeeded ?? (exitCode == 0 && stoppedBy == nil),
                                                 outcome: outcome ?? self.outcome, exitCode: exitCode, duration: duration,
-                                                summaryJSON: counts().json, backlog: backlog))
+                                                summaryJSON: counts().json, backlog: withBacklog ? backlog : nil))
         } catch {
             logger.error("could not write the metrics to \(file.path): \(error)")
         }

@@ -27,7 +27,8 @@ public enum JobLogging {
 /// A log handler that keeps each message on its one line: the messages carry outside text (an organization's
 /// name, a setting's value, a row's reason), and a line break in it forged a log line of its own in the
 /// journal, an escape sequence rewrote the terminal of whoever tailed it. Control characters and the line and
-/// paragraph separators become U+FFFD (`OutsideText.neutralized`), in the message and the metadata.
+/// paragraph separators become U+FFFD (`OutsideText.neutralized`), and bidirectional controls are shown as
+/// `\u{…}` (`OutsideText.printable`), in the message and the call's metadata.
 struct OneLineLogHandler: LogHandler {
     var inner: StreamLogHandler
 
@@ -50,8 +51,8 @@ struct OneLineLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var event = event
-        event.message = "\(OutsideText.neutralized(event.message.description))"
-        event.metadata = event.metadata?.mapValues { .string(OutsideText.neutralized($0.description)) }
+        event.message = "\(OutsideText.printable(OutsideText.neutralized(event.message.description)))"
+        event.metadata = event.metadata?.mapValues { .string(OutsideText.printable(OutsideText.neutralized($0.description))) }
         inner.log(event: event)
     }
 }

@@ -133,7 +133,7 @@ public struct EventNotifyRunner {
                 // Said in the metrics too, as it goes: a service that never got a connection (a fresh install, a
                 // database down at boot) wrote no file at all, and no alert could see it.
                 if publishedHealthy != false || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
-                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "reconnecting", succeeded: false)
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "reconnecting", succeeded: false, withBacklog: false)
                     lastMetrics = ContinuousClock.now
                     publishedHealthy = false
                 }

@@ -24,6 +24,13 @@ import TestSupport
         #expect(files.contains("mentor-push@.service"))
         let timer = try String(contentsOf: dir.appendingPathComponent("mentor-push-overdue-digest.timer"), encoding: .utf8)
         #expect(timer.contains("Unit=mentor-push@overdue-digest.service"))
+        // The daily jobs go again after a passing trouble; push-deliver, every minute anyway, does not (a restart
+        // pending held its timer's next start back, during an outage every other minute).
+        let template = try String(contentsOf: dir.appendingPathComponent("mentor-push@.service"), encoding: .utf8)
+        #expect(template.contains("Restart=on-failure") && template.contains("StartLimitBurst="))
+        let dropIn = try String(contentsOf: dir.appendingPathComponent("mentor-push@push-deliver.service.d/no-restart.conf"), encoding: .utf8)
+        #expect(dropIn.contains("[Service]\nRestart=no"), "\(dropIn)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("mentor-push@prune.service.d").path))
     }
 
     /// "For a provider you do not use, drop its two lines": each provider's key is one LoadCredential= line and

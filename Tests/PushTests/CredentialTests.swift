@@ -127,7 +127,7 @@ import _CryptoExtras
             Issue.record("a key's text was taken for a file")
         } catch let error as PushConfigurationError {
             #expect(!error.message.contains("PRIVATE KEY") && !error.message.contains(String(pem.split(separator: "\n")[1].prefix(20))), "\(error.message)")
-            #expect(error.message.hasPrefix("APNS_KEY_FILE: no such file: (a value of \(pem.utf8.count) bytes that is no file path, not shown"), "\(error.message)")
+            #expect(error.message.hasPrefix("APNS_KEY_FILE: no such file: (a value of \(pem.utf8.count) bytes that is no absolute or ./ path, not shown"), "\(error.message)")
         }
         let json = #"{"type": "service_account", "project_id": "p", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}"#
         do {
@@ -136,6 +136,14 @@ import _CryptoExtras
         } catch let error as PushConfigurationError {
             #expect(!error.message.contains("MIIEvQIBADANBg") && !error.message.contains("project_id"), "\(error.message)")
             #expect(error.message.hasPrefix("GOOGLE_APPLICATION_CREDENTIALS: no such file: (a value of"), "\(error.message)")
+        }
+        // Without its PEM armour: base64 alone.
+        let bare = pem.split(separator: "\n").dropFirst().dropLast().joined()
+        do {
+            _ = try APNsCredentials(keyFile: bare, keyID: "ABC123DEFG", teamID: "DEF123GHIJ", topic: "a.b")
+            Issue.record("a key's base64 was taken for a file")
+        } catch let error as PushConfigurationError {
+            #expect(!error.message.contains(bare.prefix(20)), "\(error.message)")
         }
     }
 
