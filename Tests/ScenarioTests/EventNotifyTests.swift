@@ -326,6 +326,12 @@ import TestSupport
         #expect(pending == 0, "nothing left for push-deliver")
     }
 
+    /// The value of `mentor_push_<name>` in a metrics file, if it is there.
+    static func metric(_ name: String, in file: URL) -> Double? {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+    }
+
     @Test func theServicesMetricsStopSayingSuccessOnceAProviderStopsIt() throws {
         let push = try PushEnvironment()
         push.server.inject(.invalidProviderToken, count: 100)
@@ -339,10 +345,7 @@ import TestSupport
         let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
                                               environment: environment)
         defer { kill(running.pid, SIGKILL) }
-        func metric(_ name: String) -> Double? {
-            guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
-            return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
-        }
+        func metric(_ name: String) -> Double? { Self.metric(name, in: file) }
         var deadline = Date().addingTimeInterval(10)
         while metric("last_success_timestamp_seconds") == nil && Date() < deadline { usleep(20_000) }
         let aliveAndWell = try #require(metric("last_success_timestamp_seconds"), "the first heartbeat")
@@ -380,10 +383,7 @@ import TestSupport
         let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"],
                                               environment: ["METRICS_DIR": directory.path])
         defer { kill(running.pid, SIGKILL) }
-        func metric(_ name: String) -> Double? {
-            guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
-            return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
-        }
+        func metric(_ name: String) -> Double? { Self.metric(name, in: file) }
         var deadline = Date().addingTimeInterval(10)
         while metric("last_success_timestamp_seconds") == nil && Date() < deadline { usleep(20_000) }
         let wellBefore = try #require(metric("last_success_timestamp_seconds"), "the first heartbeat")
