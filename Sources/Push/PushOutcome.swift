@@ -178,7 +178,16 @@ public enum FCMOutcome {
                 || details.contains { (($0["fieldViolations"] as? [[String: Any]]) ?? []).contains { ($0["field"] as? String) == "message.token" } }
             return aboutToken ? .tokenDead(reason: "INVALID_ARGUMENT: invalid registration token", since: nil) : .rejected(reason: reason)
         case "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED":
-            // Google: back off at least a minute for message-rate quotas.
+            // The project's message rate (a QuotaFailure about `projects/…`): every push of the project is refused
+            // until the quota refills, within the minute. Each one cost its delivery an attempt, the window kept
+            // sending into the refusal, and a burst over the quota killed deliveries by the attempt. The pushes
+            // stop for the run, none counted, and the next run goes on. One device's rate: that delivery backs
+            // off, at least a minute (Google's ask).
+            let subjects = details.filter { ($0["@type"] as? String)?.hasSuffix("google.rpc.QuotaFailure") == true }
+                .flatMap { ($0["violations"] as? [[String: Any]]) ?? [] }.compactMap { $0["subject"] as? String }
+            if subjects.contains(where: { $0.hasPrefix("projects/") }) {
+                return .unreachable(reason: "\(reason) (the project's message quota: its pushes wait for the next run, no attempt counted)")
+            }
             return .retry(after: max(retryAfter ?? 60, 60), reason: reason)
         case "UNAVAILABLE", "INTERNAL":
             return .retry(after: retryAfter, reason: reason)

@@ -540,6 +540,20 @@ import TestSupport
         }
     }
 
+    /// Over the project's quota (messages per minute) every push is refused until it refills: each cost its
+    /// delivery an attempt while the window kept sending into the refusal. The pushes stop for the run, none
+    /// counted, and the next run sends them.
+    @Test func fcmOverTheProjectsQuotaStopsForTheRunWithoutBurningAttempts() throws {
+        let push = try PushEnvironment { $0.fcmQuotaPerMinute = 3 }
+        try bulkDeliveries(20, provider: "fcm")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("the project's message quota"), "\(result.stderr)")
+        let rows: [(String, Int)] = try f.connection.query("SELECT state, attempts FROM deliveries ORDER BY id").map { (try $0.decode(0), try $0.decode(1)) }
+        #expect(rows.filter { $0.0 == "sent" }.count == 3, "\(rows)")
+        #expect(rows.filter { $0.0 == "pending" && $0.1 == 0 }.count == 17, "waiting, no attempt counted: \(rows)")
+    }
+
     @Test func theMetricsCountPushesByProviderAndOutcome() throws {
         _ = try pendingNotifications([("Kari", 2), ("Ola", 1)])
         let directory = push.directory.appendingPathComponent("metrics")
