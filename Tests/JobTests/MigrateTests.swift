@@ -15,6 +15,16 @@ import TestSupport
         return dir
     }
 
+    /// A fresh database migrated up to, not including, the migration numbered `before`: an older deployment.
+    func databaseMigrated(before: String) throws -> TestDatabase {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let dir = try migrationsCopy(before: before)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        return db
+    }
+
     @Test func migrateAppliesOnceAndRunningAgainChangesNothing() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let files = try FileManager.default.contentsOfDirectory(atPath: Paths.root.appendingPathComponent("sql/migrations").path)
@@ -142,10 +152,7 @@ import TestSupport
 
     @Test func theUpgradeToTheQueueTableMovesEveryOpenDeliveryAndNothingElse() throws {
         // A database at 0014, with deliveries in every state.
-        let db = try TestCluster.shared().makeDatabase(migrated: false)
-        let dir = try migrationsCopy(before: "0015")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let db = try databaseMigrated(before: "0015")
         let f = try Fixtures(db)
         let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
         let iphone = try f.device(kari, provider: "apns"), android = try f.device(kari, provider: "fcm")
@@ -176,10 +183,7 @@ import TestSupport
     /// A whole-day quiet window stored before 0029 is set to no window, what every job read it as: kept
     /// under a NOT VALID check, its row refused every later update (a user switching pushes off got 23514).
     @Test func theUpgradeClearsAWholeDayQuietWindowAndItsRowCanChange() throws {
-        let db = try TestCluster.shared().makeDatabase(migrated: false)
-        let dir = try migrationsCopy(before: "0029")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let db = try databaseMigrated(before: "0029")
         let f = try Fixtures(db)
         let org = try f.organization("Org")
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
@@ -196,10 +200,7 @@ import TestSupport
     }
 
     @Test func theUpgradeSettlesDeliveriesNoJobCouldSend() throws {
-        let db = try TestCluster.shared().makeDatabase(migrated: false)
-        let dir = try migrationsCopy(before: "0018")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0)
+        let db = try databaseMigrated(before: "0018")
         let f = try Fixtures(db)
         let kari = try f.mentor(try f.organization("Org"), "Kari", lastActivityDaysAgo: 20, devices: 0)
         let iphone = try f.device(kari, provider: "apns")
