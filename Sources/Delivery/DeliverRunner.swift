@@ -139,7 +139,7 @@ public enum DeliverRunner {
             }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
-                       \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id, \(OutboxEngine.pausedWhileWaiting)
+                       \(OutboxEngine.claimChecks)
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -150,27 +150,27 @@ public enum DeliverRunner {
                 let token = PushTarget.redact(rawToken)
                 let environment = try row.decode(4, as: String?.self)
                 let title: String = try row.decode(5)
-                let expired = (try row.decode(6, as: Date?.self)).map { $0 <= Date() } ?? false
-                let retired: Bool = try row.decode(7)
                 let configured = (provider == "apns" && settings.apns != nil) || (provider == "fcm" && settings.fcm != nil)
-                let quietEnd = (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours)
-                    .flatMap { QuietHours.end(of: ($0.start, $0.end), at: Date(), zone: $0.zone) }
-                let unserved = settings.apns == nil ? nil : PushTarget.Provider(rawValue: provider).flatMap {
-                    OutboxEngine.unserved($0, environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:)), serving: settings.apnsEnvironments)
+                let target = PushTarget.Provider(rawValue: provider).map {
+                    PushTarget(provider: $0, token: rawToken, apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:)))
                 }
-                let moved: Bool = try row.decode(9)
-                let paused: Bool = try row.decode(10)
-                // As the run does: a malformed token (written before the database checked them) is retired, alone.
-                let malformation = PushTarget.Provider(rawValue: provider).flatMap {
-                    PushTarget(provider: $0, token: rawToken, apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:))).malformation
+                // The run's own checks (`OutboxEngine.verdict`), as of now.
+                let verdict = OutboxEngine.verdict(moved: try row.decode(9), paused: try row.decode(10), retired: try row.decode(7), target: target,
+                                                   serving: settings.apns == nil ? nil : settings.apnsEnvironments,
+                                                   expiresAt: try row.decode(6, as: Date?.self),
+                                                   quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date())
+                let (verb, action): (String, String)
+                switch verdict {
+                case .cancelMoved: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
+                case .cancelPaused: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
+                case .settleRetired: (verb, action) = ("SETTLE", "settle (token retired)")
+                case .fail(let why): (verb, action) = ("FAIL", "fail: \(why)")
+                case .retireMalformed(let malformation): (verb, action) = ("RETIRE", "retire the token: malformed token: \(malformation)")
+                case .expire: (verb, action) = ("EXPIRE", "expire")
+                case .postpone where !configured, .send where !configured: (verb, action) = ("WAIT", "wait (provider not configured)")
+                case .postpone(let end): (verb, action) = ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601(end))")
+                case .send: (verb, action) = ("SEND", "send")
                 }
-                let (verb, action): (String, String) =
-                    moved ? ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
-                    : paused ? ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
-                    : retired ? ("SETTLE", "settle (token retired)")
-                    : unserved.map { ("FAIL", "fail: \($0)") } ?? malformation.map { ("RETIRE", "retire the token: malformed token: \($0)") } ?? (expired ? ("EXPIRE", "expire")
-                    : !configured ? ("WAIT", "wait (provider not configured)")
-                    : quietEnd.map { ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601($0))") } ?? ("SEND", "send"))
                 counts[provider, default: 0] += 1
                 switch format {
                 case .text:

@@ -431,8 +431,7 @@ public final class OutboxEngine {
             RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.lateQuietHours), t.user_id <> n.user_id,
-                      \(OutboxEngine.pausedWhileWaiting)
+                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks)
             """, binary: true)
         let claimed = try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -462,6 +461,33 @@ public final class OutboxEngine {
         }
         return claimed
     }
+
+    /// What a claimed delivery comes to before it is sent: the one chain of checks the run makes (`admit`) and
+    /// the dry run's plan says (`DeliverRunner.plan`).
+    enum Verdict {
+        case cancelMoved, cancelPaused, settleRetired, fail(String), retireMalformed(String), expire, postpone(until: Date), send
+    }
+
+    /// The verdict on a claimed delivery. `target` nil: a provider no job sends to (the plan's rows may hold one);
+    /// `serving` nil: no APNs key to judge environments by.
+    static func verdict(moved: Bool, paused: Bool, retired: Bool, target: PushTarget?, serving: Set<PushTarget.APNsEnvironment>?,
+                        expiresAt: Date?, quietHours: (start: Int, end: Int, zone: String)?, now: Date) -> Verdict {
+        if moved { return .cancelMoved }
+        if paused { return .cancelPaused }
+        if retired { return .settleRetired }
+        if let target {
+            if let serving, let why = unserved(target.provider, target.apnsEnvironment, serving: serving) { return .fail(why) }
+            if let malformation = target.malformation { return .retireMalformed(malformation) }
+        }
+        if let expiresAt, expiresAt <= now { return .expire }
+        if let quiet = quietHours, let end = QuietHours.end(of: (quiet.start, quiet.end), at: now, zone: quiet.zone) { return .postpone(until: end) }
+        return .send
+    }
+
+    /// The columns `verdict` needs from the database, in this order: the late push's quiet hours (`lateQuietHours`),
+    /// whether the token moved to another user, whether the mentor's pause began while it waited; of a row of
+    /// `delivery_queue q`, `deliveries d`, `notifications n` and `device_tokens t`.
+    static let claimChecks: Query = "\(OutboxEngine.lateQuietHours), t.user_id <> n.user_id, \(OutboxEngine.pausedWhileWaiting)"
 
     /// The reason a delivery is cancelled when its token moves to another user (0025's trigger says the same).
     static let tokenMovedReason = "the device token moved to another user"
@@ -544,35 +570,39 @@ public final class OutboxEngine {
             }
             let now = Date()
             for claimed in rows {
-                if claimed.tokenMoved {
+                let verdict = OutboxEngine.verdict(moved: claimed.tokenMoved, paused: claimed.mentorPaused,
+                                                   retired: claimed.tokenRetired || retiredTokens.contains(claimed.tokenID),
+                                                   target: claimed.target, serving: apnsEnvironments,
+                                                   expiresAt: claimed.message.expiresAt, quietHours: claimed.quietHours, now: now)
+                switch verdict {
+                case .cancelMoved:
                     // Never to another person's phone. The app's move cancels what is queued when it commits; a
                     // job recording at that moment queued on the token as it saw it, after that cancel.
                     recorder.cancel(claimed, reason: OutboxEngine.tokenMovedReason)
                     report.cancelled += 1
-                } else if claimed.mentorPaused {
+                case .cancelPaused:
                     // A pause saved in advance began while the push waited: cancelled as a pause saved now cancels it.
                     recorder.cancel(claimed, reason: OutboxEngine.pausedReason)
                     report.cancelledPaused += 1
-                } else if claimed.tokenRetired || retiredTokens.contains(claimed.tokenID) {
+                case .settleRetired:
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                     report.count(.failed, claimed.target.provider)
-                } else if let why = OutboxEngine.unserved(claimed.target.provider, claimed.target.apnsEnvironment, serving: apnsEnvironments) {
+                case .fail(let why):
                     // Never sent, and no reason to stop that environment for the run: the key cannot serve it.
                     recorder.settle(claimed, state: "failed", event: "failed", error: why, status: nil)
                     report.count(.failed, claimed.target.provider)
-                } else if let malformation = claimed.target.malformation {
+                case .retireMalformed(let malformation):
                     // Never sent, never a reason to stop the provider: this token alone is retired.
                     retire(claimed, reason: "malformed token: \(malformation)", status: nil, since: nil, sent: false, recorder: recorder, report: &report)
-                } else if let expiry = claimed.message.expiresAt, expiry <= now {
+                case .expire:
                     recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
                     report.count(.expired, claimed.target.provider)
-                } else if let quiet = claimed.quietHours,
-                          let end = QuietHours.end(of: (quiet.start, quiet.end), at: now, zone: quiet.zone) {
-                    // A retry or a late push inside its recipient's quiet hours waits for the window to end, as the
-                    // jobs defer a push they decide in it; no attempt counted. (One that expires first expires then.)
+                case .postpone(let end):
+                    // A push that waited, inside its recipient's quiet hours, waits for the window to end, as the jobs
+                    // defer a push they decide in it; no attempt counted. (One that expires first expires then.)
                     recorder.postpone(claimed, until: end)
                     report.postponed += 1
-                } else {
+                case .send:
                     queue.append(claimed)
                 }
             }

@@ -121,19 +121,20 @@ public final class JobRun {
             return
         }
         guard degradations.insert(message).inserted else { return }
-        if held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit && !held.contains(JobRun.laterNote) {
+        if laterDegradations == 0 && held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit {
             self.message = held + "; " + message
         } else {
-            let kept = held.range(of: JobRun.laterNote).map { String(held[..<$0.lowerBound]) } ?? held
+            if laterDegradations == 0 { kept = held }
             laterDegradations += 1
-            self.message = kept + JobRun.laterNote + "\(laterDegradations) more not kept)"
+            self.message = kept + "; (and \(laterDegradations) more not kept)"
         }
     }
 
     /// The bytes of messages a run keeps (`degrade`).
     static let messageLimit = 4096
-    private static let laterNote = "; (and "
     private var degradations: Set<String> = []
+    /// The messages kept whole, once later ones are only counted.
+    private var kept = ""
     private var laterDegradations = 0
 
     func fail(_ failure: JobFailure) {

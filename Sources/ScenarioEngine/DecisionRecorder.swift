@@ -26,7 +26,7 @@ struct DecisionRecorder {
         var push: Bool
     }
     private var rows: [Row] = []
-    /// The dedupe keys this batch stores: a second candidate with the same key (two events of one change, say)
+    /// The dedupe keys this batch stores (so each is on one `notified` row of the batch's statement): a second candidate with the same key (two events of one change, say)
     /// is the same notification. Its row took a daily slot from the user's others, the batch's statement picked
     /// its push and slot flags at random between the two (the capped one's, maybe: no push at all), and both
     /// decisions read `notified` with one notification.
@@ -45,7 +45,7 @@ struct DecisionRecorder {
         switch decision {
         case .notify(let draft) where batchKeys.contains(draft.dedupeKey):
             rows.append(Row(user: recipient.userID, subject: subject, reason: SuppressionReason.alreadyNotified.rawValue,
-                            detail: "\(draft.why); the same notification as another candidate of this run (\(draft.dedupeKey))", draft: nil, push: false))
+                            detail: draft.sameAsAnother, draft: nil, push: false))
             summary.duplicates += 1
         case .notify(let draft):
             batchKeys.insert(draft.dedupeKey)
@@ -140,8 +140,7 @@ struct DecisionRecorder {
             ), to_queue AS (
                 SELECT i.id AS notification_id, d.id AS token_id, d.provider, coalesce(t.deliver_at, least(now(), \(asOf)::timestamptz)) AS due
                   FROM inserted i
-                  JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, deliver_at, push FROM input WHERE outcome = 'notified'
-                         ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key
+                  JOIN input t ON t.dedupe_key = i.dedupe_key AND t.outcome = 'notified'
                   JOIN active_device_tokens d ON d.user_id = i.user_id
                  WHERE t.push
             ), queued AS (
@@ -157,8 +156,7 @@ struct DecisionRecorder {
                 INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
                 SELECT i.id, i.user_id, t.slot_day, t.slot_priority, \(scenario)
                   FROM inserted i
-                  JOIN (SELECT DISTINCT ON (dedupe_key) dedupe_key, slot_day, slot_priority FROM input WHERE outcome = 'notified'
-                         ORDER BY dedupe_key) t ON t.dedupe_key = i.dedupe_key
+                  JOIN input t ON t.dedupe_key = i.dedupe_key AND t.outcome = 'notified'
                  WHERE t.slot_day IS NOT NULL
                 RETURNING 1
             ), gave_up AS (

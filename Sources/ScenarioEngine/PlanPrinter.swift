@@ -10,7 +10,9 @@ public struct PlanPrinter {
     var emit: (String) -> Void = Output.line
 
     func header(job: String, asOf: Date) {
-        planned.asOf = asOf
+        // A catch-up run (`--now` more than push-deliver's 10 minutes of lateness back): its pushes go now, late.
+        let clock = Date()
+        planned.lateAt = asOf < clock.addingTimeInterval(-600) ? clock : nil
         guard format == .text else { return }
         emit("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
         emit("")
@@ -24,27 +26,26 @@ public struct PlanPrinter {
     final class Planned {
         var slots: [String: Int] = [:]
         var keys: Set<String> = []
-        var asOf: Date?
+        /// When a catch-up run's pushes will go (the run's real time), nil for a run as of now.
+        var lateAt: Date?
     }
 
     func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
         var decision = decision
         if case .notify(var draft) = decision {
             if !planned.keys.insert(draft.dedupeKey).inserted {
-                decision = .suppress(.alreadyNotified, detail: "\(draft.why); the same notification as another candidate of this run (\(draft.dedupeKey))")
-            } else {
-                if draft.inboxOnly == nil, recipient.activeDevices > 0, let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
+                decision = .suppress(.alreadyNotified, detail: draft.sameAsAnother)
+            } else if draft.inboxOnly == nil, recipient.activeDevices > 0 {
+                if let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
                     let key = "\(recipient.userID) \(slot.localDay)"
                     let now = taken + planned.slots[key, default: 0]
                     if now < slot.cap { planned.slots[key, default: 0] += 1 }
                     draft.dailySlot?.takenWhenPlanned = now
                 }
-                // A catch-up run (`--now` past) decides as of then, but its pushes go now, late, and wait out the
-                // recipient's quiet hours of the real time (push-deliver's rule for a late push): said here too.
-                let clock = Date()
-                if draft.inboxOnly == nil, draft.deliverAt == nil, !draft.critical, recipient.activeDevices > 0, let window = recipient.quietHours,
-                   let asOf = planned.asOf, asOf < clock.addingTimeInterval(-600),
-                   let end = QuietHours.end(of: window, at: clock, zone: recipient.timeZone) {
+                // A catch-up run decides as of then, but its pushes go now, late, and wait out the recipient's quiet
+                // hours of the real time (push-deliver's rule for a late push): said here too.
+                if draft.deliverAt == nil, !draft.critical, let lateAt = planned.lateAt, let window = recipient.quietHours,
+                   let end = QuietHours.end(of: window, at: lateAt, zone: recipient.timeZone) {
                     draft.deliverAt = end
                 }
                 decision = .notify(draft)

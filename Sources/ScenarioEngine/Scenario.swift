@@ -162,3 +162,9 @@ public struct NotificationCategory: Sendable, Hashable, CustomStringConvertible 
     public static let newAssignment = NotificationCategory("new_assignment", column: "pc.new_assignment")
     public static let activityReminder = NotificationCategory("activity_reminder", column: "pc.activity_reminder")
 }
+
+extension NotificationDraft {
+    /// Why a second candidate of this notification in one run is decided already notified (`already_notified`),
+    /// as the recorder records it and the dry run's plan says it.
+    var sameAsAnother: String { "\(why); the same notification as another candidate of this run (\(dedupeKey))" }
+}
