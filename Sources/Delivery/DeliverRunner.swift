@@ -137,6 +137,13 @@ public enum DeliverRunner {
             if format == .text {
                 Output.line("push-deliver, as of \(Timestamp.iso8601(Date())): what a run would do now with the due deliveries (nothing is sent or written)")
             }
+            let holds = try OutboxEngine.holds(on: connection)
+            let heldEndpoints = Set(holds.map(\.endpoint))
+            if format == .text {
+                for hold in holds {
+                    Output.line("\(hold.endpoint): held until \(Timestamp.iso8601(hold.until)) as its provider asked (\(OutsideText.printable(hold.reason))): its pushes wait")
+                }
+            }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
                        \(OutboxEngine.claimChecks)
@@ -159,8 +166,12 @@ public enum DeliverRunner {
                                                    serving: settings.apns == nil ? nil : settings.apnsEnvironments,
                                                    expiresAt: try row.decode(6, as: Date?.self),
                                                    quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date())
+                let held = target.map(OutboxEngine.suspectKey).flatMap { heldEndpoints.contains($0) ? $0 : nil }
                 let (verb, action): (String, String)
                 switch verdict {
+                case _ where configured && held != nil:
+                    // The run claims none of a held endpoint's rows: each waits as it is.
+                    (verb, action) = ("WAIT", "wait (\(held!) held as its provider asked)")
                 case .cancelMoved: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
                 case .cancelPaused: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
                 case .settleRetired: (verb, action) = ("SETTLE", "settle (token retired)")

@@ -152,7 +152,14 @@ public final class OutboxEngine {
         serverFailuresInARow.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
-        for (kind, provider) in providers {
+        // An endpoint whose provider named when to come back waits until then, in every run (0030).
+        for hold in try OutboxEngine.holds(on: connection) where usable.contains(hold.endpoint.provider) {
+            let why = "held until \(Timestamp.iso8601(hold.until)) as its provider asked (\(hold.reason))"
+            let name = providers[hold.endpoint.provider]!.name
+            report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(hold.endpoint) \(why)"
+            stopEndpoint(hold.endpoint, reason: why, live: &usable)
+        }
+        for (kind, provider) in providers where usable.contains(kind) {
             do { try provider.prepare() } catch {
                 switch error.outcome {
                 case .credentialsBroken(let reason): report.brokenProviders[provider.name] = reason
@@ -291,6 +298,21 @@ public final class OutboxEngine {
             logger.error("\(key): stopping the pushes to this endpoint: \(reason)")
         }
     }
+
+    /// The longest an endpoint is held for its provider's Retry-After: a later run tries again then, whatever
+    /// the provider named (a broken header must not stop the pushes for a day).
+    static let longestHold: TimeInterval = 3600
+
+    /// The endpoints held now (0030's `endpoint_holds`), with until when and why.
+    static func holds(on connection: Connection) throws -> [(endpoint: SuspectKey, until: Date, reason: String)] {
+        try connection.query("SELECT endpoint, held_until, reason FROM endpoint_holds WHERE held_until > now() ORDER BY endpoint").compactMap { row in
+            let endpoint: String = try row.decode(0)
+            guard let key = allEndpoints.first(where: { $0.description == endpoint }) else { return nil }
+            return (key, try row.decode(1), try row.decode(2))
+        }
+    }
+
+    static let allEndpoints = [PushTarget.Provider.apns, .fcm, .webpush, .expo].flatMap(endpoints(of:))
 
     /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are stopped
     /// stops for the run.
@@ -788,6 +810,11 @@ public final class OutboxEngine {
                     serverFailuresInARow[key] = inARow
                     if isSending(key, live: live), ((after ?? 0) > 0 && status != nil) || inARow >= serverFailureLimit {
                         serverFailuresInARow[key] = nil
+                        if let after, after > 0, let status {
+                            // Every later run too, until then (a run a minute later sent again, whatever was asked).
+                            recorder.hold(key.description, until: Date().addingTimeInterval(min(after, OutboxEngine.longestHold)),
+                                          reason: "answered \(status) \(reason) with Retry-After \(Int(after)) s")
+                        }
                         let why = after.flatMap { $0 > 0 ? "answered \(status.map(String.init) ?? "") \(reason) with Retry-After \(Int($0)) s: its other pushes wait for the next run" : nil }
                             ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its other pushes wait for the next run"
                         report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? "\(key) \(why)"

@@ -22,6 +22,8 @@ final class OutcomeRecorder {
     private var retirements: [(tokenID: Int, reason: String, since: Date?, deliveryID: Int)] = []
     /// Deliveries to cancel as the app's own cancels do (0025's `cancel_deliveries`), by reason.
     private var cancellations: [String: [(id: Int, lease: String)]] = [:]
+    /// Endpoints whose provider named when to come back (0030's `endpoint_holds`), by endpoint.
+    private var holds: [String: (until: Date, reason: String)] = [:]
 
     init(connection: Connection) { self.connection = connection }
 
@@ -64,9 +66,15 @@ final class OutcomeRecorder {
         retirements.append((tokenID, reason, since, deliveryID))
     }
 
+    /// Holds an endpoint's pushes, in every run, until `until` (a Retry-After it was answered).
+    func hold(_ endpoint: String, until: Date, reason: String) {
+        if let held = holds[endpoint], held.until >= until { return }
+        holds[endpoint] = (until, reason)
+    }
+
     /// Writes what is buffered; returns how many tokens were retired.
     func flush() throws -> Int {
-        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty else { return 0 }
+        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty || !holds.isEmpty else { return 0 }
         var retired = 0
         try connection.transaction {
             if !outcomes.isEmpty && !cancellations.isEmpty {
@@ -185,10 +193,20 @@ final class OutcomeRecorder {
                     """)
                 retired += try result.first!.decode(0, as: Int.self)
             }
+            // Last, after every queue row this write locks: two flushes holding the same endpoint wait for each
+            // other here, never in a circle. A hold is only ever lengthened.
+            for (endpoint, hold) in holds.sorted(by: { $0.key < $1.key }) {
+                try connection.execute("""
+                    INSERT INTO endpoint_holds (endpoint, held_until, reason) VALUES (\(endpoint), \(hold.until)::timestamptz, \(hold.reason))
+                    ON CONFLICT (endpoint) DO UPDATE SET held_until = EXCLUDED.held_until, reason = EXCLUDED.reason, held_at = now()
+                     WHERE endpoint_holds.held_until < EXCLUDED.held_until
+                    """)
+            }
         }
         outcomes.removeAll(keepingCapacity: true)
         retirements.removeAll()
         cancellations.removeAll()
+        holds.removeAll()
         return retired
     }
 }

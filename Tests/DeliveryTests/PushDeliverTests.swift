@@ -466,6 +466,7 @@ import TestSupport
 
         push.server.clearFaults()
         push.server.clearRecorded()
+        try f.connection.execute("DELETE FROM endpoint_holds") // the 120 s asked for are over
         try f.makeDue()
         push.server.inject(.status500, count: 1000)
         let failing = try Jobs.pushDeliver(db, environment: push.variables)
@@ -481,6 +482,41 @@ import TestSupport
         try f.makeDue()
         #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
         #expect(try states() == ["sent": 40])
+    }
+
+    /// A Retry-After holds its endpoint in the runs after too, until then (an hour at most): push-deliver runs
+    /// every minute, and the next run sent again a minute later, whatever the provider had asked (Google: honour
+    /// it, or risk being denylisted). The dry run says so, and the hold over, the pushes go.
+    @Test func aRetryAfterHoldsTheEndpointInLaterRunsUntilThen() throws {
+        _ = try pendingNotifications((0..<3).map { ("Mentor \($0)", 1) })
+        push.server.inject(.status503(retryAfter: 7200), count: 1)
+        let told = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(told.status == 69, "\(told.stderr)")
+        let heldFor: Double = try f.connection.query("""
+            SELECT extract(epoch FROM held_until - now())::float8 FROM endpoint_holds WHERE endpoint = 'apns/production'
+            """).first?.decode(0) ?? 0
+        #expect(heldFor > 3500 && heldFor <= 3600, "asked for two hours, held for one at most: \(heldFor)")
+        #expect(try states() == ["retrying": 1, "pending": 2])
+
+        push.server.clearRecorded()
+        try f.makeDue()
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("apns/production: held until "), "\(plan.stdout)")
+        let planned = plan.stdout.split(separator: "\n").filter { $0.contains("delivery ") }
+        #expect(planned.count == 3 && planned.allSatisfy { $0.hasPrefix("WAIT") && $0.contains("apns/production held") }, "\(planned)")
+        let held = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(held.status == 69, "\(held.stderr)")
+        #expect(held.stderr.contains("held until") && held.stderr.contains("Retry-After 7200 s"), "\(held.stderr)")
+        #expect(pushes(.apns).isEmpty, "the run a minute later asks nothing")
+        #expect(try states() == ["retrying": 1, "pending": 2])
+        #expect(try f.connection.query("SELECT sum(attempts)::int FROM deliveries").first!.decode(0, as: Int.self) == 1)
+
+        try f.connection.execute("UPDATE endpoint_holds SET held_until = now() - interval '1 second'")
+        try f.makeDue()
+        let after = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(try states() == ["sent": 3])
     }
 
     /// The answers of a window came together and one is slow: those answered are recorded within a second, not
