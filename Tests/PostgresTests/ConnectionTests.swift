@@ -188,3 +188,26 @@ import TestSupport
         #expect(one == 1)
     }
 }
+
+/// A peer gone without a word (its host lost power, a firewall forgot the connection) is noticed in about a
+/// minute each way, not after the system's two hours of TCP keepalive: the job's rerun at boot found its own
+/// lock still held by the dead session ("already running", exit 0) and the day's run was lost.
+@Suite struct KeepaliveTests {
+    @Test func bothEndsProbeASilentConnectionAndTheURLMaySayOtherwise() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let connection = try db.connect()
+        #expect(connection.option("keepalives") == "1")
+        #expect(connection.option("keepalives_idle") == "30")
+        #expect(connection.option("keepalives_interval") == "10")
+        #expect(connection.option("keepalives_count") == "3")
+        #expect(connection.option("tcp_user_timeout") == "60000")
+        // The server's side is set for the session (over this test's Unix socket it reads 0, as documented).
+        let sources: [String] = try connection.query("""
+            SELECT name || '=' || source FROM pg_settings
+             WHERE name IN ('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') ORDER BY name
+            """).map { try $0.decode(0) }
+        #expect(sources == ["tcp_keepalives_count=session", "tcp_keepalives_idle=session", "tcp_keepalives_interval=session", "tcp_user_timeout=session"])
+        let own = try Connection(url: db.url + (db.url.contains("?") ? "&" : " ") + "keepalives_idle=5", applicationName: "tests")
+        #expect(own.option("keepalives_idle") == "5")
+    }
+}
