@@ -25,9 +25,9 @@ public enum MigrateRunner {
                 return writer
             }
             do {
-                let report = try migrator.apply(to: connection, dryRun: dryRun, lockTimeout: lockTimeout) { name in
+                let report = try migrator.apply(to: connection, dryRun: dryRun, lockTimeout: lockTimeout, progress: { name in
                     run.logger.info("\(dryRun ? "would apply" : "applying") \(name)")
-                }
+                }, retrying: { run.logger.notice("\($0)") })
                 applied = report.applied
                 alreadyApplied = report.alreadyApplied
             } catch {

@@ -72,7 +72,11 @@ public struct Migrator {
     }
 
     /// Seconds a migration waits for a lock by default.
-    public static let defaultLockTimeout = 10
+    public static let defaultLockTimeout = 60
+    /// The longest one lock wait of a migration lasts. While it waits, the locks it took before hold up the app,
+    /// and its own request, queued, holds up even the reads of its table: a try gives up soon, is rolled back,
+    /// and is made again after a pause in which the app goes on, until `lockTimeout` has passed.
+    public static let lockWait = 2
 
     /// What `apply` did.
     public struct Report: Sendable {
@@ -80,12 +84,13 @@ public struct Migrator {
         public var alreadyApplied: Int = 0
     }
 
-    /// Brings the database up to date. With `dryRun`, only reports what it would apply. Each migration waits
-    /// at most `lockTimeout` seconds (0: no limit) for a lock: an `ALTER TABLE` queued behind a job's long
-    /// transaction would hold up every other query on the table for as long, the app's among them; it fails
-    /// instead (75, try again later). A database migrated by a newer build is refused (78).
+    /// Brings the database up to date. With `dryRun`, only reports what it would apply. A migration waits at
+    /// most `lockWait` seconds for any one lock, and tries again for up to `lockTimeout` seconds (0: one wait
+    /// with no limit): an `ALTER TABLE` queued behind a job's long transaction would hold up every other query
+    /// on the table for as long, the app's among them. Then it fails (75, try again later). A database
+    /// migrated by a newer build is refused (78).
     public func apply(to connection: Connection, dryRun: Bool = false, lockTimeout: Int = Migrator.defaultLockTimeout,
-                      progress: (String) -> Void = { _ in }) throws -> Report {
+                      progress: (String) -> Void = { _ in }, retrying: (String) -> Void = { _ in }) throws -> Report {
         // One migrate at a time. A dry run only reads, and takes no lock: it waited behind a real migrate (an
         // index build, for as long), and held off one started while it looked.
         if !dryRun {
@@ -122,19 +127,29 @@ public struct Migrator {
                 continue
             }
             progress(migration.name)
-            if !dryRun {
+            let giveUpAt = ContinuousClock.now + .seconds(lockTimeout)
+            var tries = 1
+            while !dryRun {
                 do {
                     try connection.transaction {
-                        try connection.execute("SELECT set_config('lock_timeout', \(String(lockTimeout * 1000)), true)")
+                        let wait = lockTimeout == 0 ? 0 : min(lockTimeout, Migrator.lockWait)
+                        try connection.execute("SELECT set_config('lock_timeout', \(String(wait * 1000)), true)")
                         try connection.runScript(migration.sql)
                         try connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(migration.version), \(migration.name), \(migration.checksum))")
                     }
+                    break
+                } catch let error as PostgresError where error.sqlState == SQLState.lockNotAvailable && lockTimeout > 0
+                    && ContinuousClock.now + .seconds(Migrator.lockWait) < giveUpAt {
+                    tries += 1
+                    retrying("\(migration.name): a lock it needs is held by another session (a job's transaction): rolled back, trying again (try \(tries))")
+                    Thread.sleep(forTimeInterval: Double.random(in: 0.5...1.5))
                 } catch let error as PostgresError {
                     // The migration's own SQL failing is a schema problem to fix (78); a statement timeout, a lock
                     // not granted, a lost connection or a missing privilege keep their own codes (75, 69, 77).
                     let classified = JobFailure(classifying: error)
                     let status: ExitStatus = classified.status == .software ? .config : classified.status
-                    throw JobFailure(status, "migration \(migration.name) failed and was rolled back: \(classified.message)")
+                    let tried = tries > 1 ? " (\(tries) tries in \(lockTimeout) s)" : ""
+                    throw JobFailure(status, "migration \(migration.name) failed and was rolled back\(tried): \(classified.message)")
                 }
             }
             report.applied.append(migration.name)
