@@ -133,7 +133,10 @@ struct DecisionRecorder {
                          in_inbox, slot_day, slot_priority)
             ), inserted AS (
                 INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical, in_inbox)
-                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical, in_inbox
+                -- A push-only notification whose user has no device to push to any more (a token retired or moved
+                -- since the candidates were read) is listed in the inbox, or the user never sees it.
+                SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical,
+                       in_inbox OR NOT EXISTS (SELECT 1 FROM active_device_tokens d WHERE d.user_id = input.user_id)
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key
@@ -157,7 +160,7 @@ struct DecisionRecorder {
                 SELECT i.id, i.user_id, t.slot_day, t.slot_priority, \(scenario)
                   FROM inserted i
                   JOIN input t ON t.dedupe_key = i.dedupe_key AND t.outcome = 'notified'
-                 WHERE t.slot_day IS NOT NULL
+                 WHERE t.slot_day IS NOT NULL AND EXISTS (SELECT 1 FROM to_queue w WHERE w.notification_id = i.id) -- pushed only
                 RETURNING 1
             ), gave_up AS (
                 SELECT v.id, v.why FROM unnest(\(PostgresArray(displaced.map(\.victim.notificationID)))::uuid[],
@@ -165,6 +168,7 @@ struct DecisionRecorder {
                                                \(PostgresArray(displaced.map { _ in "capped: gave its daily slot to a higher-priority \(scenario) push" }))::text[])
                            AS v(id, taken_by, why)
                   JOIN inserted i ON i.dedupe_key = v.taken_by
+                 WHERE EXISTS (SELECT 1 FROM to_queue w WHERE w.notification_id = i.id) -- a push with no device displaces none
             ), slot_freed AS (
                 DELETE FROM daily_push_slots s USING gave_up g WHERE s.notification_id = g.id
                 RETURNING 1

@@ -83,6 +83,35 @@ import TestSupport
         #expect(try f.count("daily_push_slots") <= 1, "the cancelled pushes gave their slots back")
     }
 
+    /// A push-only notification whose user's only device token was retired while the job decided: the batch
+    /// stored it out of the inbox (as decided) but queued no push (no active token by then), so nobody ever
+    /// saw it, and it took the day's slot for a push that never was. It is listed in the inbox instead, with
+    /// no slot taken.
+    @Test func aPushOnlyNotificationWhoseLastTokenWentWhileTheJobDecidedIsListedInTheInbox() throws {
+        try f.connection.execute("INSERT INTO organization_category_channels (organization_id, category, channels) VALUES (\(org), 'inactivity', 'push_only')")
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let eva = try f.mentor(org, "Eva", lastActivityDaysAgo: 20)
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
+        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
+        try f.connection.execute("UPDATE device_tokens SET retired_at = now(), retired_reason = 'Unregistered' WHERE user_id = \(kari)")
+        try gate.execute("COMMIT")
+        let result = try job.wait()
+        #expect(result.status == 0, "\(result.stderr)")
+        let listed = { (user: UUID) throws -> Bool in
+            try f.connection.query("SELECT in_inbox FROM notifications WHERE user_id = \(user)").first!.decode(0)
+        }
+        #expect(try listed(kari), "no push to carry it: in the inbox")
+        #expect(try states(of: kari) == [])
+        #expect(try !listed(eva), "push only, its push waiting")
+        #expect(try states(of: eva) == ["pending"])
+        let slots: [UUID] = try f.connection.query("SELECT user_id FROM daily_push_slots").map { try $0.decode(0) }
+        #expect(slots == [eva], "a slot for the push that waits only")
+    }
+
     /// The same for a follow-up: the assignment acknowledged while the job decided (0004's cancel found nothing).
     @Test func anAssignmentAcknowledgedWhileTheJobWasDecidingCancelsItsFollowUp() throws {
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
