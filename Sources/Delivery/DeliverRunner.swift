@@ -145,8 +145,8 @@ public enum DeliverRunner {
                 }
             }
             try connection.stream("""
-                SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
-                       \(OutboxEngine.claimChecks)
+                SELECT d.id, d.attempts + q.lost_claims + (q.lease_until IS NOT NULL)::int, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
+                       \(OutboxEngine.claimChecks), q.lost_claims + (q.lease_until IS NOT NULL)::int
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -165,7 +165,8 @@ public enum DeliverRunner {
                 let verdict = OutboxEngine.verdict(moved: try row.decode(9), paused: try row.decode(10), retired: try row.decode(7), target: target,
                                                    serving: settings.apns == nil ? nil : settings.apnsEnvironments,
                                                    expiresAt: try row.decode(6, as: Date?.self),
-                                                   quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date())
+                                                   quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date(),
+                                                   attempts: try row.decode(1), lostClaims: try row.decode(11), maxAttempts: settings.maxAttempts)
                 let held = target.map(OutboxEngine.suspectKey).flatMap { heldEndpoints.contains($0) ? $0 : nil }
                 let (verb, action): (String, String)
                 switch verdict {
@@ -175,6 +176,7 @@ public enum DeliverRunner {
                 case .cancelMoved: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.tokenMovedReason))")
                 case .cancelPaused: (verb, action) = ("CANCEL", "cancel (\(OutboxEngine.pausedReason))")
                 case .settleRetired: (verb, action) = ("SETTLE", "settle (token retired)")
+                case .giveUpUnrecorded(let why): (verb, action) = ("DEAD", "dead: \(why)")
                 case .fail(let why): (verb, action) = ("FAIL", "fail: \(why)")
                 case .retireMalformed(let malformation): (verb, action) = ("RETIRE", "retire the token: malformed token: \(malformation)")
                 case .expire: (verb, action) = ("EXPIRE", "expire")

@@ -348,6 +348,8 @@ public final class OutboxEngine {
         let tokenMoved: Bool
         /// A reminder that waited, for a mentor on a pause now (`pausedWhileWaiting`).
         let mentorPaused: Bool
+        /// Claims of it that ended without an outcome (0031), included in `attempts`: each may have sent it.
+        let lostClaims: Int
         let message: PushMessage
         let target: PushTarget
         /// `lease_until` as the claim set it (text, exact to the microsecond): the proof that the row
@@ -367,8 +369,9 @@ public final class OutboxEngine {
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
              lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil,
-             tokenMoved: Bool = false, mentorPaused: Bool = false) {
+             tokenMoved: Bool = false, mentorPaused: Bool = false, lostClaims: Int = 0) {
             self.deliveryID = deliveryID
+            self.lostClaims = lostClaims
             self.attempts = attempts
             self.tokenID = tokenID
             self.tokenRetired = tokenRetired
@@ -446,14 +449,14 @@ public final class OutboxEngine {
         // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
         let rows = try connection.query("""
             WITH due AS (\(due))
-            UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease))
+            UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease)), lost_claims = q.lost_claims + (q.lease_until IS NOT NULL)::int
               FROM deliveries d, notifications n, device_tokens t
              WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM due)) AND d.id = q.delivery_id
                AND n.id = d.notification_id AND t.id = d.device_token_id
-            RETURNING d.id, d.attempts, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
+            RETURNING d.id, d.attempts + q.lost_claims, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                       n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                       (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks)
+                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks), q.lost_claims
             """, binary: true)
         let claimed = try rows.map { row in
             let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -468,7 +471,7 @@ public final class OutboxEngine {
                 target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                 lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
                 quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
-                mentorPaused: try row.decode(19))
+                mentorPaused: try row.decode(19), lostClaims: try row.decode(20))
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
@@ -487,16 +490,23 @@ public final class OutboxEngine {
     /// What a claimed delivery comes to before it is sent: the one chain of checks the run makes (`admit`) and
     /// the dry run's plan says (`DeliverRunner.plan`).
     enum Verdict {
-        case cancelMoved, cancelPaused, settleRetired, fail(String), retireMalformed(String), expire, postpone(until: Date), send
+        case cancelMoved, cancelPaused, settleRetired, giveUpUnrecorded(String), fail(String), retireMalformed(String), expire,
+             postpone(until: Date), send
     }
 
     /// The verdict on a claimed delivery. `target` nil: a provider no job sends to (the plan's rows may hold one);
     /// `serving` nil: no APNs key to judge environments by.
+    /// `attempts` counts the claims that ended without an outcome (`lostClaims` of them).
     static func verdict(moved: Bool, paused: Bool, retired: Bool, target: PushTarget?, serving: Set<PushTarget.APNsEnvironment>?,
-                        expiresAt: Date?, quietHours: (start: Int, end: Int, zone: String)?, now: Date) -> Verdict {
+                        expiresAt: Date?, quietHours: (start: Int, end: Int, zone: String)?, now: Date,
+                        attempts: Int, lostClaims: Int, maxAttempts: Int) -> Verdict {
         if moved { return .cancelMoved }
         if paused { return .cancelPaused }
         if retired { return .settleRetired }
+        if lostClaims > 0 && attempts >= maxAttempts {
+            // A run that dies after sending (the same crash each time) would send it again every lease, for ever.
+            return .giveUpUnrecorded("claimed \(lostClaims) time(s) by runs that ended without recording an answer, each of which may have sent it: given up after \(attempts) attempts (PUSH_MAX_ATTEMPTS), so that it is not sent again and again")
+        }
         if let target {
             if let serving, let why = unserved(target.provider, target.apnsEnvironment, serving: serving) { return .fail(why) }
             if let malformation = target.malformation { return .retireMalformed(malformation) }
@@ -595,7 +605,8 @@ public final class OutboxEngine {
                 let verdict = OutboxEngine.verdict(moved: claimed.tokenMoved, paused: claimed.mentorPaused,
                                                    retired: claimed.tokenRetired || retiredTokens.contains(claimed.tokenID),
                                                    target: claimed.target, serving: apnsEnvironments,
-                                                   expiresAt: claimed.message.expiresAt, quietHours: claimed.quietHours, now: now)
+                                                   expiresAt: claimed.message.expiresAt, quietHours: claimed.quietHours, now: now,
+                                                   attempts: claimed.attempts, lostClaims: claimed.lostClaims, maxAttempts: maxAttempts)
                 switch verdict {
                 case .cancelMoved:
                     // Never to another person's phone. The app's move cancels what is queued when it commits; a
@@ -609,6 +620,10 @@ public final class OutboxEngine {
                 case .settleRetired:
                     recorder.settle(claimed, state: "failed", event: "failed", error: "device token retired", status: nil)
                     report.count(.failed, claimed.target.provider)
+                case .giveUpUnrecorded(let why):
+                    recorder.settle(claimed, state: "dead", event: "dead", error: why, status: nil)
+                    report.count(.dead, claimed.target.provider)
+                    logger.warning("delivery \(claimed.deliveryID): \(why)")
                 case .fail(let why):
                     // Never sent, and no reason to stop that environment for the run: the key cannot serve it.
                     recorder.settle(claimed, state: "failed", event: "failed", error: why, status: nil)

@@ -519,6 +519,45 @@ import TestSupport
         #expect(try states() == ["sent": 3])
     }
 
+    /// A run that dies after sending (killed, out of memory, the host down, a crash on one answer) leaves its
+    /// lease behind, and the push goes again once the lease runs out, as it must: nothing says it arrived. But
+    /// no attempt was written, so a run that died the same way each time sent the same pushes every lease, for
+    /// ever. Each claim that ended without an outcome counts as an attempt (0031): at PUSH_MAX_ATTEMPTS the push
+    /// is given up, dead, and not sent again. The dry run says so.
+    @Test func claimsThatEndedWithoutAnOutcomeCountAsAttempts() throws {
+        let made = try pendingNotifications([("Kari", 1), ("Ola", 1)])
+        let kari = made[0].devices[0].token, ola = made[1].devices[0].token
+        // What a run killed after sending leaves: its lease, run out. Kari's push had been tried 7 times before.
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second'")
+        try f.connection.execute("UPDATE deliveries d SET attempts = 7 FROM device_tokens t WHERE t.id = d.device_token_id AND t.token = \(kari)")
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        let lines = plan.stdout.split(separator: "\n").filter { $0.contains("delivery ") }
+        #expect(lines.contains { $0.hasPrefix("DEAD") && $0.contains("attempt 9") && $0.contains("ended without recording an answer") }, "\(plan.stdout)")
+        #expect(lines.contains { $0.hasPrefix("SEND") && $0.contains("attempt 2") }, "\(plan.stdout)")
+
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let given = try delivery(token: kari)
+        #expect(given.state == "dead" && given.attempts == 8, "\(given)")
+        #expect(given.error?.contains("claimed 1 time(s) by runs that ended without recording an answer") == true, "\(given)")
+        #expect(pushes(.apns).map(\.deviceToken) == [ola], "Kari's push is not sent a ninth time")
+        let sent = try delivery(token: ola)
+        #expect(sent.state == "sent" && sent.attempts == 2, "the lost claim and this one: \(sent)")
+
+        // A retry folds the lost claims into the attempts it writes, and counts them once.
+        let more = try pendingNotifications([("Per", 1)])
+        let per = more[0].devices[0].token
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second'")
+        push.server.inject(.status500, count: 1)
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        let retried = try delivery(token: per)
+        #expect(retried.state == "retrying" && retried.attempts == 2, "\(retried)")
+        #expect(try f.connection.query("SELECT lost_claims FROM delivery_queue").map { try $0.decode(0, as: Int.self) } == [0])
+        try f.makeDue()
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        #expect(try delivery(token: per).attempts == 3)
+    }
+
     /// The answers of a window came together and one is slow: those answered are recorded within a second, not
     /// when the slow one comes (up to the request timeout; a crash meanwhile sent them all again).
     @Test func whatWasAnsweredIsRecordedWhileASlowAnswerIsAwaited() throws {
