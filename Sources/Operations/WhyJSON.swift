@@ -76,6 +76,7 @@ public enum WhyJSON {
             r.add("enabled", rule.enabled)
             r.add("settings", json: rule.settings)
             r.add("source", rule.organizationRow == nil ? "defaults" : "organization")
+            r.add("problem", rule.problem)
             if let own = rule.organizationRow {
                 var o = JSONWriter()
                 if let enabled = own.enabled { o.add("enabled", enabled) } else { o.add("enabled", nil as String?) }

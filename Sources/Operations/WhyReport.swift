@@ -58,6 +58,9 @@ public struct WhyReport {
         public var organizationRow: (enabled: Bool?, settings: String, updatedAt: Date)?
         /// The scenario's priority for daily slots (1 comes first): the organization's, else the default.
         public var priority: Int = 50
+        /// What is wrong with the merged settings, as the database checks a rule written (0009's
+        /// `scenario_settings_problem`): a row written before that check, which the jobs skip. nil: valid.
+        public var problem: String? = nil
     }
 
     public struct Device {
@@ -269,7 +272,8 @@ extension WhyReport {
         // The engine's merge (RuleLoader): the organization's enabled unless NULL, its settings over the defaults.
         try connection.query("""
             SELECT d.scenario, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}'))::text,
-                   r.organization_id IS NOT NULL, r.enabled, r.settings::text, r.updated_at, coalesce(r.priority, d.priority)
+                   r.organization_id IS NOT NULL, r.enabled, r.settings::text, r.updated_at, coalesce(r.priority, d.priority),
+                   scenario_settings_problem(d.scenario, d.settings || coalesce(r.settings, '{}'))
               FROM scenario_defaults d
               LEFT JOIN organization_scenario_rules r ON r.scenario = d.scenario AND r.organization_id = \(organization)
              WHERE \(scenario)::text IS NULL OR d.scenario = \(scenario)
@@ -278,7 +282,7 @@ extension WhyReport {
             let hasRow: Bool = try row.decode(3)
             return Rule(scenario: try row.decode(0), enabled: try row.decode(1), settings: try row.decode(2),
                         organizationRow: hasRow ? (try row.decode(4, as: Bool?.self), try row.decode(5), try row.decode(6)) : nil,
-                        priority: try row.decode(7))
+                        priority: try row.decode(7), problem: try row.decode(8))
         }
     }
 

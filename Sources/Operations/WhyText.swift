@@ -59,6 +59,9 @@ public enum WhyText {
                 text += "  (defaults)"
             }
             line(text)
+            if let problem = rule.problem {
+                line("  " + pad("", width) + "  INVALID: \(problem): the jobs skip this organization for \(rule.scenario) (rules --validate)")
+            }
         }
         line()
 

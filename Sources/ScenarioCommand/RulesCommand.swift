@@ -176,6 +176,9 @@ public struct RulesCommand: ParsableCommand {
                 for rule in rules {
                     let source = rule.organizationRow == nil ? "defaults" : "its own row over the defaults"
                     Output.line("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))  priority \(rule.priority)")
+                    if let problem = rule.problem {
+                        Output.line("  \("".padding(toLength: 21, withPad: " ", startingAt: 0)) INVALID: \(problem): the jobs skip this organization for \(rule.scenario)")
+                    }
                 }
                 Output.line("  delivery: " + (try deliveryPolicy(id, connection: connection)))
             case .json:
@@ -188,6 +191,7 @@ public struct RulesCommand: ParsableCommand {
                     writer.add("settings", json: rule.settings)
                     writer.add("own_row", rule.organizationRow != nil)
                     writer.add("priority", rule.priority)
+                    writer.add("problem", rule.problem)
                     Output.line(writer.json)
                 }
             }

@@ -55,6 +55,19 @@ import TestSupport
         let result = try Jobs.run("rules", ["--validate"], database: db)
         #expect(result.status == 78)
         #expect(result.stdout.contains("INVALID") && result.stdout.contains("threshold_dayz"), "\(result.stdout)")
+        // The listing and `why` say so beside the rule (they showed it as if in force).
+        let listed = try Jobs.run("rules", ["--org", org.uuidString], database: db)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let lines = listed.stdout.split(separator: "\n")
+        let invalid = try #require(lines.firstIndex { $0.contains("INVALID") }, "\(listed.stdout)")
+        #expect(lines[invalid - 1].contains("inactivity") && lines[invalid].contains("threshold_dayz")
+                && lines[invalid].contains("the jobs skip this organization for inactivity"), "\(listed.stdout)")
+        #expect(lines.filter { $0.contains("INVALID") }.count == 1, "the other scenarios' rules are valid")
+        let json = try Jobs.run("rules", ["--org", org.uuidString, "--format", "json"], database: db)
+        #expect(json.stdout.contains(#""scenario":"inactivity""#) && json.stdout.contains(#""problem":"inactivity.threshold_dayz is not a setting"#), "\(json.stdout)")
+        let mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let why = try Jobs.run("why", [mentor.uuidString], database: db)
+        #expect(why.stdout.contains("INVALID: ") && why.stdout.contains("the jobs skip this organization for inactivity"), "\(why.stdout)")
     }
 
     @Test func theWhatIfCountsWhomAChangeWouldNotifyAndSavesNothing() throws {
