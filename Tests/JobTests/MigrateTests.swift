@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 import TestSupport
 
@@ -107,16 +108,23 @@ import TestSupport
         #expect(try Jobs.run("migrate", ["--statement-timeout", "-1"], database: db).status == 64)
     }
 
-    /// A migration queued behind a job's long transaction would hold up every other query on its table (the
-    /// app's too) for as long as it waits: it gives up after --lock-timeout and exits 75, changing nothing.
-    @Test func aMigrationThatCannotGetItsLockInTimeExits75() throws {
+    /// A database, a copy of the migrations with 9001 altering `users`, and a job's read of `users` holding
+    /// ACCESS SHARE until `holder` ends its transaction (the caller removes `dir`).
+    func migrationBehindAJobsRead() throws -> (db: TestDatabase, dir: URL, holder: Connection) {
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
-        defer { try? FileManager.default.removeItem(at: dir) }
         try "ALTER TABLE users ADD COLUMN nickname text;".write(to: dir.appendingPathComponent("9001_nickname.sql"), atomically: true, encoding: .utf8)
         let holder = try db.connect()
         try holder.execute("BEGIN")
-        try holder.execute("SELECT count(*) FROM users") // a job's read holds ACCESS SHARE until it ends
+        try holder.execute("SELECT count(*) FROM users")
+        return (db, dir, holder)
+    }
+
+    /// A migration queued behind a job's long transaction would hold up every other query on its table (the
+    /// app's too) for as long as it waits: it gives up after --lock-timeout and exits 75, changing nothing.
+    @Test func aMigrationThatCannotGetItsLockInTimeExits75() throws {
+        let (db, dir, holder) = try migrationBehindAJobsRead()
+        defer { try? FileManager.default.removeItem(at: dir) }
         let started = Date()
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--lock-timeout", "1"], database: db)
         #expect(result.status == 75, "\(result.stderr)")
@@ -133,13 +141,8 @@ import TestSupport
     /// migration of five tables up to 50 s. Each wait now lasts at most 2 s; then the try is rolled back, the
     /// app goes on, and migrate tries again until it gets through (or --lock-timeout has passed).
     @Test func aMigrationWaitingForALockHoldsTheAppUpTwoSecondsAtMostAndTriesAgain() throws {
-        let db = try TestCluster.shared().makeDatabase()
-        let dir = try migrationsCopy()
+        let (db, dir, holder) = try migrationBehindAJobsRead()
         defer { try? FileManager.default.removeItem(at: dir) }
-        try "ALTER TABLE users ADD COLUMN nickname text;".write(to: dir.appendingPathComponent("9001_nickname.sql"), atomically: true, encoding: .utf8)
-        let holder = try db.connect()
-        try holder.execute("BEGIN")
-        try holder.execute("SELECT count(*) FROM users") // a job's long read holds ACCESS SHARE until it ends
         let migrate = try ProcessRunner.start(Paths.executable("migrate"), ["--database-url", db.url, "--migrations-dir", dir.path, "--lock-timeout", "30"])
         defer { kill(migrate.pid, SIGKILL) }
         usleep(500_000)

@@ -33,6 +33,19 @@ import TestSupport
             """).map { try $0.decode(0) }
     }
 
+    /// Runs `job` (as of the fixtures' now) up to the write of its first batch, held there by a gate (deliveries
+    /// locked against writes; reads go on), does `meanwhile` as the app would, then lets it record.
+    func runDecidingWhile(_ job: String, meanwhile: () throws -> Void) throws -> ProcessRunner.Result {
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let running = try ProcessRunner.start(Paths.executable(job), ["--now", Jobs.iso(f.now), "--database-url", db.url])
+        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
+        try meanwhile()
+        try gate.execute("COMMIT")
+        return try running.wait()
+    }
+
     /// The cancellation as the delivery's history shows it, and nothing left in the queue.
     func cancelledBecause(_ user: UUID) throws -> String? {
         let queued: Int = try f.connection.query("""
@@ -54,20 +67,14 @@ import TestSupport
         let names = ["Kari", "Ola", "Per", "Anne", "Liv", "Eva"]
         var mentor: [String: UUID] = [:]
         for name in names { mentor[name] = try f.mentor(org, name, lastActivityDaysAgo: 20) }
-        // The gate: deliveries locked against writes (reads go on), so the job decides and waits to record.
-        let gate = try db.connect()
-        try gate.execute("BEGIN")
-        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
-        let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
-        // A pause from the app's now: after the batch's transaction began (the check reads the clock, not its now()).
-        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor["Kari"]!), now(), 'ferie')")
-        try f.preferences(mentor["Ola"]!, master: false)
-        try f.preferences(mentor["Per"]!, inactivity: false)
-        try f.connection.execute("UPDATE users SET deactivated_at = now() WHERE id = \(mentor["Anne"]!)")
-        try f.connection.execute("INSERT INTO activities (mentor_id, occurred_at) VALUES (\(mentor["Liv"]!), now())")
-        try gate.execute("COMMIT")
-        let result = try job.wait()
+        let result = try runDecidingWhile("inactivity-check") {
+            // A pause from the app's now: after the batch's transaction began (the check reads the clock, not its now()).
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor["Kari"]!), now(), 'ferie')")
+            try f.preferences(mentor["Ola"]!, master: false)
+            try f.preferences(mentor["Per"]!, inactivity: false)
+            try f.connection.execute("UPDATE users SET deactivated_at = now() WHERE id = \(mentor["Anne"]!)")
+            try f.connection.execute("INSERT INTO activities (mentor_id, occurred_at) VALUES (\(mentor["Liv"]!), now())")
+        }
         #expect(result.status == 0, "\(result.stderr)")
 
         #expect(try cancelledBecause(mentor["Kari"]!) == "a pause of the mentor started before the push went out")
@@ -92,14 +99,9 @@ import TestSupport
         try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
         let eva = try f.mentor(org, "Eva", lastActivityDaysAgo: 20)
-        let gate = try db.connect()
-        try gate.execute("BEGIN")
-        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
-        let job = try ProcessRunner.start(Paths.executable("inactivity-check"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
-        try f.connection.execute("UPDATE device_tokens SET retired_at = now(), retired_reason = 'Unregistered' WHERE user_id = \(kari)")
-        try gate.execute("COMMIT")
-        let result = try job.wait()
+        let result = try runDecidingWhile("inactivity-check") {
+            try f.connection.execute("UPDATE device_tokens SET retired_at = now(), retired_reason = 'Unregistered' WHERE user_id = \(kari)")
+        }
         #expect(result.status == 0, "\(result.stderr)")
         let listed = { (user: UUID) throws -> Bool in
             try f.connection.query("SELECT in_inbox FROM notifications WHERE user_id = \(user)").first!.decode(0)
@@ -117,14 +119,9 @@ import TestSupport
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try f.user(org, "Linda", role: "coordinator")
         let assignment = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 12)
-        let gate = try db.connect()
-        try gate.execute("BEGIN")
-        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
-        let job = try ProcessRunner.start(Paths.executable("assignment-follow-up"), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
-        try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
-        try gate.execute("COMMIT")
-        let result = try job.wait()
+        let result = try runDecidingWhile("assignment-follow-up") {
+            try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
+        }
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try f.decisions(kari) == ["notified:notified"])
         #expect(try states(of: kari) == ["cancelled"])
