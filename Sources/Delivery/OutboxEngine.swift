@@ -90,7 +90,7 @@ public final class OutboxEngine {
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
     private var suspects: [SuspectKey: [(claimed: Claimed, reason: String, status: Int?)]] = [:]
-    /// The categories' presentation, read by the first claim (on whichever thread claims first).
+    /// The categories' presentation, read by the run's first claim (on whichever thread claims first).
     private let presentationsLoaded = Mutex<[String: PushMessage.Presentation]?>(nil)
     /// Per job run, the delivery id below which the run has nothing left for this engine to claim: its claims go
     /// in id order from there. A run's deliveries get ever higher ids (event-notify records batch after batch,
@@ -147,6 +147,9 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
+        // The categories' presentation as it is now: a long-lived engine (event-notify's, for weeks) kept the
+        // sound, thread and channel it first read.
+        presentationsLoaded.withLock { $0 = nil }
         claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()

@@ -240,6 +240,37 @@ import TestSupport
         #expect(woken == 1, "10,000 activities in one transaction: one NOTIFY")
     }
 
+    /// The service keeps its engine for weeks: a category's sound, thread or Android channel changed meanwhile
+    /// (a new channel, since Android cannot change one's importance) is what its next push carries, as
+    /// push-deliver's does; it read them once and kept the old ones till a restart.
+    @Test func aCategorysPresentationChangedWhileTheServiceRunsIsWhatItsNextPushCarries() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: push.variables)
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        func pushes(_ count: Int) -> [RecordedRequest] {
+            let deadline = Date().addingTimeInterval(10)
+            while push.server.requests().filter({ $0.provider == .apns }).count < count && Date() < deadline { usleep(10_000) }
+            return push.server.requests().filter { $0.provider == .apns }
+        }
+        func sound(_ request: RecordedRequest) -> String? {
+            ((request.json as? [String: Any])?["aps"] as? [String: Any])?["sound"] as? String
+        }
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let first = pushes(1)
+        #expect(first.count == 1)
+        #expect(first.first.map(sound) ?? nil != "chime.caf")
+        let category: String = try f.connection.query("SELECT category FROM notifications WHERE user_id = \(linda)").first!.decode(0)
+        try f.connection.execute("UPDATE notification_categories SET sound = 'chime.caf' WHERE category = \(category)")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(ola), now(), 'ferie')")
+        let both = pushes(2)
+        #expect(both.count == 2)
+        #expect(both.last.map(sound) ?? nil == "chime.caf", "the category as it is now")
+    }
+
     @Test func theListenerPushesWithinSecondsOfTheCommitAndStopsOnSIGTERM() throws {
         let push = try PushEnvironment()
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
