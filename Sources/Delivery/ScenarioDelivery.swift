@@ -18,6 +18,8 @@ public final class ScenarioDelivery: JobDelivery {
     /// and its summary and metrics count them all.
     private var total = DeliveryReport()
     private var saidNotConfigured = false
+    /// A provider refused the credentials in the last delivery: read them again before the next.
+    private var credentialsRefused = false
     private var saidWarnings = false
 
     /// Pushes what a job recorded even once asked to stop (event-notify: a committed batch's pushes go out,
@@ -35,6 +37,14 @@ public final class ScenarioDelivery: JobDelivery {
     }
 
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
+        if credentialsRefused {
+            // Credentials refused last time: the files are read again, as they are now (a service account's key
+            // rotated in place, its old key revoked), with a fresh engine. A long-running job kept what it started
+            // with until a restart, while push-deliver, a new process each minute, sent with the new ones.
+            credentialsRefused = false
+            if let reloaded = try? PushSettings.load(options) { settings = reloaded }
+            engine = nil
+        }
         if let settings, !saidWarnings {
             for warning in settings.warnings { logger.warning("\(warning)") }
             saidWarnings = true
@@ -57,6 +67,7 @@ public final class ScenarioDelivery: JobDelivery {
             self.engine = (ObjectIdentifier(connection), engine)
         }
         let report = try engine.run(scope: .jobRun(runID))
+        credentialsRefused = !report.brokenProviders.isEmpty
         total.add(report)
         return DeliveryResult(json: total.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }

@@ -401,6 +401,41 @@ import TestSupport
         #expect(((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(#"outcome="running""#))
     }
 
+    /// A service account's key rotated in place (the new file written where the old one was, the old key
+    /// revoked): the service read its credentials once and was refused until a restart, while push-deliver, a new
+    /// process each minute, sent with the new key. Refused credentials are read again for the next batch.
+    @Test func aKeyRotatedInPlaceIsUsedFromTheNextBatch() throws {
+        let push = try PushEnvironment()
+        let good = try String(contentsOfFile: push.serviceAccountFile, encoding: .utf8)
+        var revoked = try #require(try JSONSerialization.jsonObject(with: Data(good.utf8)) as? [String: Any])
+        revoked["private_key"] = TestCertificates.serviceAccountKey().privatePEM
+        try JSONSerialization.data(withJSONObject: revoked).write(to: URL(fileURLWithPath: push.serviceAccountFile))
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda, provider: "fcm")
+        try f.scope(org, coordinator: linda, mentor: kari)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: push.variables)
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        let file = metrics.appendingPathComponent("mentor-push-event-notify.prom")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        var deadline = Date().addingTimeInterval(10)
+        while (try f.deliveryStates(linda) != ["pending"] || Self.metric("last_run_exit_code", in: file) != 78) && Date() < deadline { usleep(20_000) }
+        #expect(Self.metric("last_run_exit_code", in: file) == 78, "the revoked key refused")
+        let waiting = try f.deliveryStates(linda)
+        #expect(waiting == ["pending"], "\(waiting)")
+
+        try good.write(toFile: push.serviceAccountFile, atomically: true, encoding: .utf8)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(ola), now(), 'ferie')")
+        deadline = Date().addingTimeInterval(10)
+        while push.server.requests().filter({ $0.provider == .fcm && $0.status == 200 }).isEmpty && Date() < deadline { usleep(20_000) }
+        let sent = !push.server.requests().filter { $0.provider == .fcm && $0.status == 200 }.isEmpty
+        kill(running.pid, SIGTERM)
+        let ended = try running.wait(timeout: 20)
+        #expect(sent, "sent with the rotated key, no restart: \(ended.stderr)")
+    }
+
     /// Events set aside (an organization's invalid rules) leave no delivery to wait for: the service said it was
     /// well again at its next wake, seconds later, and the alert could not see them. It stays unwell until a
     /// batch goes well.
