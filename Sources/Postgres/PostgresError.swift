@@ -59,6 +59,15 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
     /// 22007), or a number or time out of range (22003, 22008). The data a statement read was at fault, not the
     /// statement or the server.
     public var isUnreadableValue: Bool { ["22P02", "22003", "22007", "22008"].contains(sqlState ?? "") }
+
+    /// The rows a statement read or wrote were at fault, not the statement or the server: any data exception
+    /// (class 22, `isUnreadableValue` among them), a constraint a row breaks (class 23), or a column that does
+    /// not hold what the code reads (`decoding`).
+    public var isDataAtFault: Bool {
+        if case .decoding = self { return true }
+        guard let state = sqlState else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
+    }
 }
 
 /// An error the server reported, with the fields a person needs to act on it.

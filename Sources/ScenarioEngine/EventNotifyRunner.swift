@@ -98,6 +98,11 @@ public struct EventNotifyRunner {
                     let before = summary
                     let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
                     if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false; setAside = true }
+                    for (scenario, reason) in processor.suspended.reasons.sorted(by: { $0.key < $1.key }) {
+                        run.degrade(.config, "\(scenario) cannot run (\(reason)): its events wait, pending, until it is fixed")
+                        drainHealthy = false
+                        setAside = true
+                    }
                     if taken == 0 { break }
                     drained = true
                     events += taken

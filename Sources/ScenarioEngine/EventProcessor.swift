@@ -12,6 +12,8 @@ public struct EventProcessor {
     public let handlers: [any EventHandling]
     public var policies: [any Policy]
     public var batchSize: Int
+    /// The scenarios that could not run, for now: their events wait.
+    public let suspended = SuspendedScenarios()
 
     public init(_ scenarios: [any EventHandling], policies: [any Policy] = Policies.standard, batchSize: Int = 500) {
         self.handlers = scenarios
@@ -27,16 +29,24 @@ public struct EventProcessor {
     /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
     /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
     /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
-    /// A value an event row holds that cannot be read (see `PostgresError.isUnreadableValue`) rolls it back too; its events are then taken
-    /// one at a time, and the one at fault is set aside with the error (`events.error`), so one bad row does not
-    /// stop every later event. Such events are counted in `summary.failedEvents`.
+    /// An error of the data (see `PostgresError.isDataAtFault`: a value an event row holds that cannot be read, a
+    /// constraint a row breaks, a column that does not hold what is read) rolls it back too; its events are then
+    /// taken one at a time, and the one at fault is set aside with the error (`events.error`), so one bad row does
+    /// not stop every later event (the service restarted on the same batch for ever). Such events are counted in
+    /// `summary.failedEvents`. A scenario that cannot run at all (its defaults or default templates unusable:
+    /// 78) is suspended: its kinds of events wait, pending, the others go on, and it is tried again a minute later.
     public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         let counted = summary
         do {
             return try retryingConflicts(logger: logger, summary: &summary) { summary in
                 try processBatchOnce(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
             }
-        } catch let error as PostgresError where error.isUnreadableValue {
+        } catch let unusable as UnusableScenario {
+            summary = counted
+            suspended.suspend(unusable)
+            logger.error("\(unusable.failure.message): its events (\(unusable.kinds.joined(separator: ", "))) wait, pending, and are tried again in a minute; the others go on")
+            return try processBatch(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+        } catch let error as PostgresError where error.isDataAtFault {
             summary = counted
             logger.warning("events batch rolled back (\(error)); taking its events one at a time")
             return try processOneByOne(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
@@ -62,7 +72,9 @@ public struct EventProcessor {
     /// The pending events of a batch that met a data exception, each in a transaction of its own; one that meets
     /// one again is marked processed with the error.
     private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
-        let pending = try connection.query("SELECT id FROM events WHERE processed_at IS NULL ORDER BY id LIMIT \(batchSize)")
+        let pending = try connection.query("""
+            SELECT id FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[]) ORDER BY id LIMIT \(batchSize)
+            """)
         var taken = 0
         for row in pending {
             let id: Int = try row.decode(0)
@@ -71,7 +83,7 @@ public struct EventProcessor {
                 taken += try retryingConflicts(logger: logger, summary: &summary) { summary in
                     try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
                 }
-            } catch let error as PostgresError where error.isUnreadableValue {
+            } catch let error as PostgresError where error.isDataAtFault {
                 summary = counted
                 let reason = error.description
                 let marked = try connection.query("""
@@ -93,6 +105,7 @@ public struct EventProcessor {
         try connection.transaction {
             let claimed = try connection.query("""
                 SELECT id, kind FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
+                   AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
                  ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                 """)
             guard claimed.count > 0 else { return 0 }
@@ -103,8 +116,12 @@ public struct EventProcessor {
                 kinds.insert(try row.decode(1))
             }
             for handler in handlers where !kinds.isDisjoint(with: handler.eventKinds) {
-                try handler.process(.claimed(ids), on: connection, policies: policies, runID: runID, now: now,
-                                    printer: nil, logger: logger, summary: &summary)
+                do {
+                    try handler.process(.claimed(ids), on: connection, policies: policies, runID: runID, now: now,
+                                        printer: nil, logger: logger, summary: &summary)
+                } catch let failure as JobFailure where failure.status == .config {
+                    throw UnusableScenario(key: handler.key, kinds: handler.eventKinds, failure: failure)
+                }
             }
             try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(ids))::bigint[])")
             return ids.count
@@ -132,7 +149,7 @@ public struct EventProcessor {
                 }
                 lines.forEach(printer.emit)
                 return
-            } catch let error as PostgresError where error.isUnreadableValue {
+            } catch let error as PostgresError where error.isDataAtFault {
                 try connection.execute("ROLLBACK TO SAVEPOINT whole_plan")
                 summary = counted
             }
@@ -154,7 +171,7 @@ public struct EventProcessor {
                                             printer: printer, logger: logger, summary: &summary)
                     }
                     try connection.execute("RELEASE SAVEPOINT one_event")
-                } catch let error as PostgresError where error.isUnreadableValue {
+                } catch let error as PostgresError where error.isDataAtFault {
                     try connection.execute("ROLLBACK TO SAVEPOINT one_event")
                     summary = before
                     summary.failedEvents += 1
@@ -221,5 +238,40 @@ extension EventScenario {
         var recorder = DecisionRecorder(connection: connection, scenario: key, category: category, runID: runID, asOf: now, batchSize: .max)
         for (recipient, subject, decision, _) in decided { try recorder.add(recipient, subject: subject, decision, into: &summary) }
         try recorder.flush(into: &summary)
+    }
+}
+
+/// A scenario that cannot run at all (its `scenario_defaults` row or its default templates unusable), not one
+/// organization's rules: no event of its kinds can be decided until someone fixes it.
+struct UnusableScenario: Error {
+    let key: String
+    let kinds: [String]
+    let failure: JobFailure
+}
+
+/// Event scenarios that could not run, each until a minute has passed: the batches leave their kinds of events
+/// pending (nothing is lost: a scenario fixed decides them as if new), and the others go on. Before, one such
+/// scenario stopped the service (78, which its unit does not restart), so no event of any kind was pushed.
+public final class SuspendedScenarios: @unchecked Sendable {
+    private let lock = NSLock()
+    private var until: [String: (kinds: [String], until: ContinuousClock.Instant, reason: String)] = [:]
+    static let retryAfter: Duration = .seconds(60)
+
+    func suspend(_ scenario: UnusableScenario) {
+        lock.withLock { until[scenario.key] = (scenario.kinds, ContinuousClock.now + Self.retryAfter, scenario.failure.message) }
+    }
+
+    /// The kinds of events left pending now.
+    var kinds: [String] {
+        lock.withLock {
+            let now = ContinuousClock.now
+            until = until.filter { $0.value.until > now }
+            return until.values.flatMap(\.kinds).sorted()
+        }
+    }
+
+    /// Why each scenario suspended now waits, by its key.
+    public var reasons: [String: String] {
+        lock.withLock { until.filter { $0.value.until > ContinuousClock.now }.mapValues(\.reason) }
     }
 }

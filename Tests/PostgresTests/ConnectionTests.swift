@@ -211,3 +211,29 @@ import TestSupport
         #expect(own.option("keepalives_idle") == "5")
     }
 }
+
+/// What event-notify sets aside one event at a time (the rows at fault) and what it does not (the statement's
+/// or the server's fault, which no event is to blame for).
+@Suite struct DataAtFaultTests {
+    @Test func dataExceptionsBrokenConstraintsAndUnreadableColumnsAreTheDatasFault() throws {
+        let connection = try TestCluster.shared().makeDatabase(migrated: false).connect()
+        try connection.execute("CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL)")
+        try connection.execute("INSERT INTO t VALUES (1, 'a')")
+        func error(_ body: () throws -> Void) -> PostgresError? {
+            do { try body(); return nil } catch { return error as? PostgresError }
+        }
+        let atFault = [
+            error { try connection.execute("SELECT 1 / 0") },                              // 22012
+            error { try connection.execute("SELECT 'x'::uuid") },                          // 22P02
+            error { try connection.execute("INSERT INTO t VALUES (1, 'b')") },             // 23505
+            error { try connection.execute("INSERT INTO t VALUES (2, NULL)") },            // 23502
+            error { _ = try connection.query("SELECT NULL::text").first!.decode(0, as: String.self) },
+        ]
+        #expect(atFault.allSatisfy { $0?.isDataAtFault == true }, "\(atFault)")
+        let notAtFault = [
+            error { try connection.execute("SELECT * FROM no_such_table") },              // 42P01
+            error { try connection.execute("SET statement_timeout = 1; SELECT pg_sleep(1)") }, // 57014
+        ]
+        #expect(notAtFault.allSatisfy { $0 != nil && $0?.isDataAtFault == false }, "\(notAtFault)")
+    }
+}

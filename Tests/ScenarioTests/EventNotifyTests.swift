@@ -528,6 +528,41 @@ import TestSupport
         #expect(try f.inbox(linda).map(\.title) == ["Kari har pause"], "decided once handed back")
     }
 
+    /// A scenario that cannot run at all (a default template broken after the database checked it) failed every
+    /// batch holding one of its events: the service exited 78, which its unit does not restart, and no event of
+    /// any kind was pushed until someone started it by hand. Its events now wait, pending, the others go on, and
+    /// once it is fixed its events are decided as if new.
+    @Test func aScenarioThatCannotRunLeavesItsEventsPendingAndTheOthersGoOn() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        let original: String = try f.connection.query("""
+            SELECT title FROM message_templates WHERE scenario = 'availability_change' AND organization_id IS NULL AND language = 'nb'
+            """).first!.decode(0)
+        try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
+        try f.connection.execute("""
+            UPDATE message_templates SET title = '{{nmae}}' WHERE scenario = 'availability_change' AND organization_id IS NULL AND language = 'nb'
+            """)
+        try f.connection.execute("ALTER TABLE message_templates ENABLE TRIGGER message_templates_valid")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        _ = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 0)
+
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("availability_change") && result.stderr.contains("nmae") && result.stderr.contains("wait, pending"), "\(result.stderr)")
+        #expect(try pending("pause_started") == 1, "kept, not set aside")
+        #expect(try f.connection.query("SELECT count(*)::int FROM events WHERE error IS NOT NULL").first!.decode(0, as: Int.self) == 0)
+        #expect(try pending("assignment_dispatched") == 0, "the other scenarios went on")
+        #expect(try f.inbox(kari).count == 1, "the new assignment told")
+        #expect(try f.inbox(linda).isEmpty)
+
+        try f.connection.execute("""
+            UPDATE message_templates SET title = \(original) WHERE scenario = 'availability_change' AND organization_id IS NULL AND language = 'nb'
+            """)
+        try once()
+        #expect(try pending() == 0)
+        #expect(try f.inbox(linda).map(\.title) == ["Kari har pause"], "decided once fixed")
+    }
+
     /// An event row the scenarios cannot read (apps and hand-written SQL get such rows) failed its whole batch
     /// and, being the oldest pending, every batch after it: event-notify stopped for every organization. Now
     /// it alone is set aside with the error, the others are processed, and the run says so (65).
