@@ -120,7 +120,9 @@ public final class JobRun {
             self.message = message.utf8.count <= JobRun.messageLimit ? message : String(message.prefix(JobRun.messageLimit / 2)) + "…"
             return
         }
-        guard degradations.insert(message).inserted else { return }
+        // At most `distinctMessagesKept` are remembered to say each once (a service degraded a month, one distinct
+        // sentence per batch, held megabytes); past them each is only counted.
+        guard degradations.count >= JobRun.distinctMessagesKept || degradations.insert(message).inserted else { return }
         if laterDegradations == 0 && held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit {
             self.message = held + "; " + message
         } else {
@@ -132,6 +134,7 @@ public final class JobRun {
 
     /// The bytes of messages a run keeps (`degrade`).
     static let messageLimit = 4096
+    static let distinctMessagesKept = 256
     private var degradations: Set<String> = []
     /// The messages kept whole, once later ones are only counted.
     private var kept = ""
@@ -164,9 +167,11 @@ public final class JobRun {
     /// Writes the run's metrics to `$METRICS_DIR` (if set), as they stand now. The envelope calls it when a
     /// writing run ends; a long-running job may call it as it goes (`outcome` "running").
     /// `withBacklog` false leaves the backlog out (a service that cannot reach the database has none to say).
-    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil, withBacklog: Bool = true) {
+    /// `well`: a service well again says exit code 0, whatever it met before (its process's own exit code, at the
+    /// end, still says the worst); a gauge stuck at 69 after a short outage a month ago kept its alert on.
+    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil, withBacklog: Bool = true, well: Bool = false) {
         guard !dryRun, let file = MetricsFile.fromEnvironment(job: job) else { return }
-        let exitCode = StopRequest.shared.exitCode(status)
+        let exitCode = StopRequest.shared.exitCode(well ? .ok : status)
         do {
             try file.write(MetricsFile.Snapshot(finishedAt: Date(), succeeded: succeeded ?? (exitCode == 0 && stoppedBy == nil),
                                                 outcome: outcome ?? self.outcome, exitCode: exitCode, duration: duration,

@@ -122,7 +122,7 @@ public struct EventNotifyRunner {
                 // while its last delivery went through; a provider that stopped it shows at once.
                 if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
                     run.measureBacklog()
-                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: healthy ? "running" : "degraded", succeeded: healthy)
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: healthy ? "running" : "degraded", succeeded: healthy, well: healthy)
                     lastMetrics = ContinuousClock.now
                     publishedHealthy = healthy
                 }

@@ -399,6 +399,7 @@ import TestSupport
         while (metric("last_success_timestamp_seconds") ?? 0) <= aliveAndWell && Date() < deadline { usleep(20_000) }
         #expect((metric("last_success_timestamp_seconds") ?? 0) > aliveAndWell, "well again once nothing waits")
         #expect(((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(#"outcome="running""#))
+        #expect(metric("last_run_exit_code") == 0, "well again: the exit code gauge too (it stayed 78 for the process's life)")
     }
 
     /// A service account's key rotated in place (the new file written where the old one was, the old key
