@@ -79,6 +79,12 @@ public final class OutboxEngine {
     /// and sandbox are two hosts and two setups: either stops only its own pushes, and its deliveries are not
     /// claimed again in this run; the provider stops when all of its endpoints have.
     private var stoppedEndpoints: [SuspectKey: String] = [:]
+    /// Endpoints stopped for an outage (unreachable, or answering 5xx), until when a long-lived engine's later runs
+    /// leave them stopped too: event-notify's runs are a batch each, and each paid the outage again (a connect
+    /// timeout, five requests into the 5xx, each an attempt) while its events waited. push-deliver's minute runs
+    /// still try.
+    private var outageUntil: [SuspectKey: ContinuousClock.Instant] = [:]
+    static let outageMemory: Duration = .seconds(60)
     /// Answers from the provider's side (5xx, or none at all) in a row per endpoint, since its last other answer.
     /// While any endpoint has some, pushes go out one at a time (a window opened by the first answer would
     /// otherwise put a hundred into an outage at once).
@@ -151,10 +157,18 @@ public final class OutboxEngine {
         // sound, thread and channel it first read.
         presentationsLoaded.withLock { $0 = nil }
         claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
+        let now = ContinuousClock.now
+        outageUntil = outageUntil.filter { $0.value > now }
+        let outages = stoppedEndpoints.filter { outageUntil[$0.key] != nil }
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
         var report = DeliveryReport()
         var usable = Set(providers.keys)
+        for (endpoint, reason) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
+            let name = providers[endpoint.provider]!.name
+            report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(endpoint) \(reason) (in an earlier run: tried again within a minute)"
+            stopEndpoint(endpoint, reason: reason, live: &usable)
+        }
         // An endpoint whose provider named when to come back waits until then, in every run (0030).
         for hold in try OutboxEngine.holds(on: connection) where usable.contains(hold.endpoint.provider) {
             let why = "held until \(Timestamp.iso8601(hold.until)) as its provider asked (\(hold.reason))"
@@ -837,6 +851,7 @@ public final class OutboxEngine {
                             ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its other pushes wait for the next run"
                         report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? "\(key) \(why)"
                         stopEndpoint(key, reason: why, live: &live)
+                        outageUntil[key] = ContinuousClock.now + OutboxEngine.outageMemory
                     }
                 }
                 if attempt >= maxAttempts {
@@ -895,6 +910,7 @@ public final class OutboxEngine {
                 if isSending(key, live: live) {
                     report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? reason
                     stopEndpoint(key, reason: reason, live: &live)
+                    outageUntil[key] = ContinuousClock.now + OutboxEngine.outageMemory
                 }
                 recorder.release(claimed)
                 report.held += 1

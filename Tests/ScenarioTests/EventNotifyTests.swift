@@ -402,6 +402,43 @@ import TestSupport
         #expect(metric("last_run_exit_code") == 0, "well again: the exit code gauge too (it stayed 78 for the process's life)")
     }
 
+    /// The service's runs are a batch each, and each paid a provider's outage again: five requests into the 5xx
+    /// (each an attempt of its push) or a connect timeout, while its events waited. An endpoint stopped for an
+    /// outage stays stopped in its runs for a minute; its pushes wait for push-deliver, which tries every minute.
+    @Test func anOutageMetInOneBatchIsNotPaidAgainByTheNext() throws {
+        let push = try PushEnvironment()
+        push.server.inject(.status500, count: 1000, provider: .apns)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        var coordinators: [UUID] = []
+        for name in ["Linda", "Nina", "Siri", "Tone", "Unni"] {
+            let coordinator = try coordinator(name, of: kari)
+            try f.scope(org, coordinator: coordinator, mentor: ola)
+            coordinators.append(coordinator)
+        }
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: push.variables)
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        func apns() -> Int { push.server.requests().filter { $0.provider == .apns }.count }
+        func waitForInboxes(_ count: Int) throws {
+            let deadline = Date().addingTimeInterval(20)
+            while try coordinators.contains(where: { try f.inbox($0).count < count }) && Date() < deadline { usleep(20_000) }
+        }
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        try waitForInboxes(1)
+        var deadline = Date().addingTimeInterval(10)
+        while apns() < 5 && Date() < deadline { usleep(20_000) }
+        #expect(apns() == 5, "five answers from the provider's side in a row stop the endpoint")
+
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(ola), now(), 'ferie')")
+        try waitForInboxes(2)
+        deadline = Date().addingTimeInterval(2)
+        while apns() == 5 && Date() < deadline { usleep(20_000) }
+        #expect(apns() == 5, "the next batch left APNs alone")
+        let attempts: Int = try f.connection.query("SELECT sum(attempts)::int FROM deliveries").first!.decode(0)
+        #expect(attempts == 5, "no attempt burned on the second batch's pushes")
+        #expect(try f.connection.query("SELECT count(*)::int FROM delivery_queue").first!.decode(0, as: Int.self) == 10, "all wait for push-deliver")
+    }
+
     /// A service account's key rotated in place (the new file written where the old one was, the old key
     /// revoked): the service read its credentials once and was refused until a restart, while push-deliver, a new
     /// process each minute, sent with the new key. Refused credentials are read again for the next batch.
