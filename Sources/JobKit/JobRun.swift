@@ -116,13 +116,13 @@ public final class JobRun {
         if self.status == .ok { self.status = status }
         if outcome == "ok" { outcome = "partial" }
         guard let held = self.message else {
-            degradations.insert(message)
+            degradations.insert(message.hashValue)
             self.message = message.utf8.count <= JobRun.messageLimit ? message : String(message.prefix(JobRun.messageLimit / 2)) + "…"
             return
         }
-        // At most `distinctMessagesKept` are remembered to say each once (a service degraded a month, one distinct
-        // sentence per batch, held megabytes); past them each is only counted.
-        guard degradations.count >= JobRun.distinctMessagesKept || degradations.insert(message).inserted else { return }
+        // Remembered by hash, not text: a service degraded for a month, one distinct sentence per batch, held
+        // megabytes of them.
+        guard degradations.insert(message.hashValue).inserted else { return }
         if laterDegradations == 0 && held.utf8.count + 2 + message.utf8.count <= JobRun.messageLimit {
             self.message = held + "; " + message
         } else {
@@ -134,8 +134,7 @@ public final class JobRun {
 
     /// The bytes of messages a run keeps (`degrade`).
     static let messageLimit = 4096
-    static let distinctMessagesKept = 256
-    private var degradations: Set<String> = []
+    private var degradations: Set<Int> = []
     /// The messages kept whole, once later ones are only counted.
     private var kept = ""
     private var laterDegradations = 0
