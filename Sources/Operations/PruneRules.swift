@@ -6,8 +6,11 @@ import Postgres
 /// foreign key satisfied:
 ///
 /// 1. `decisions` past `decisionsDays` (nothing references a decision).
-/// 2. `notifications` read or deleted and past `inboxDays`, or expired more than `expiredDays` ago, with no
-///    delivery still open (`pending`, `retrying`) and no delivery event younger than the database's floor,
+/// 2. `notifications` read or deleted (or push only: never listed in the inbox, so never read there) and past
+///    `inboxDays`, or expired more than `expiredDays` ago, with no delivery still open (queued: `pending`,
+///    `retrying`; found through the queue, whose rows are the open deliveries since 0015, because `state` is in
+///    no index: with the night's deferred pushes queued and the statistics behind, the planner compared every
+///    candidate with every open delivery, 80 s a batch) and no delivery event younger than the database's floor,
 ///    except the records the scenarios' own rules read (``onceEverScenarios``, and each user's latest
 ///    inactivity reminder, from which the next one is timed):
 ///    each goes with its deliveries and their events, and the decisions that made it keep their reason and
@@ -39,12 +42,12 @@ struct PruneRules {
     /// Notifications (alias `t`) that may go, with everything that hangs on them.
     var notification: Query {
         """
-        ((t.read_at IS NOT NULL OR t.deleted_at IS NOT NULL) AND t.created_at < now() - make_interval(days => \(settings.inboxDays))
+        ((t.read_at IS NOT NULL OR t.deleted_at IS NOT NULL OR NOT t.in_inbox) AND t.created_at < now() - make_interval(days => \(settings.inboxDays))
          OR t.expires_at < now() - make_interval(days => \(settings.expiredDays)))
         AND split_part(t.dedupe_key, ':', 1) NOT IN (\(sql: PruneRules.onceEverScenarios))
         AND NOT (t.category = 'inactivity' AND t.created_at = (SELECT max(l.created_at) FROM notifications l
                                                                 WHERE l.user_id = t.user_id AND l.category = 'inactivity'))
-        AND NOT EXISTS (SELECT 1 FROM deliveries od WHERE od.notification_id = t.id AND od.state IN ('pending', 'retrying'))
+        AND NOT EXISTS (SELECT 1 FROM deliveries od JOIN delivery_queue oq ON oq.delivery_id = od.id WHERE od.notification_id = t.id)
         AND NOT EXISTS (SELECT 1 FROM deliveries yd JOIN delivery_events ye ON ye.delivery_id = yd.id
                          WHERE yd.notification_id = t.id AND ye.at > now() - make_interval(days => \(PruneSettings.eventsFloorDays)))
         """

@@ -211,7 +211,7 @@ struct Pruner {
                     ), gone AS (
                         DELETE FROM \(sql: table) WHERE \(sql: column) IN (SELECT key FROM batch) RETURNING 1
                     )
-                    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), (SELECT key::text FROM batch ORDER BY key DESC LIMIT 1)
+                    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), (SELECT b.key::text FROM batch b ORDER BY b.key DESC LIMIT 1)
                     """).first!
             }
             let gone: Int = try row.decode(0)

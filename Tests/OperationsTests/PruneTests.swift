@@ -184,6 +184,26 @@ import TestSupport
 
     /// A daily push slot counts only toward its own local day's cap: one a week past goes, though its
     /// notification (a record kept for ever) stays; today's and yesterday's stay.
+    /// A push-only notification (never listed in the inbox, so never read or deleted there) whose push has
+    /// finished was kept for ever, with its deliveries and its run: it goes after the inbox's retention like a
+    /// read one. One whose push still waits stays, and so does a young one.
+    @Test func aPushOnlyNotificationGoesOnceItsPushHasFinished() throws {
+        func pushOnly(daysAgo days: Double, state: String) throws -> UUID {
+            let id = try notification(daysAgo: days)
+            try f.connection.execute("UPDATE notifications SET in_inbox = false WHERE id = \(id)")
+            try delivery(id, state: state)
+            return id
+        }
+        let pushed = try pushOnly(daysAgo: 40, state: "sent")
+        let waiting = try pushOnly(daysAgo: 40, state: "pending")
+        let young = try pushOnly(daysAgo: 10, state: "sent")
+        let result = try prune()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try !exists("notifications", pushed))
+        #expect(try exists("notifications", waiting), "its push still waits")
+        #expect(try exists("notifications", young))
+    }
+
     @Test func dailyPushSlotsOfDaysLongPastGo() throws {
         let kept = try notification(daysAgo: 400, readDaysAgo: 399)
         try f.connection.execute("UPDATE notifications SET dedupe_key = 'milestone:' || id WHERE id = \(kept)") // kept for ever
