@@ -148,15 +148,39 @@ struct Pruner {
     var counts = PruneRunner.Counts()
     var batches = 0
 
+    /// The rules, in their order (see ``PruneRules``).
+    enum Rule: String, CaseIterable { case decisions, notifications, deliveryEvents = "delivery_events", deviceTokens = "device_tokens",
+                                           tokenValues = "device_token_values", dailyPushSlots = "daily_push_slots", jobRuns = "job_runs" }
+
+    /// Every rule. One cut off by the statement timeout or a lock (a big table on a cold cache, a session holding
+    /// the table) is left for the next run and the rules after it go on (each checks what references its rows
+    /// as it deletes, so none depends on an earlier one having run): one slow rule skipped all the later ones
+    /// every night. The first such error is thrown at the end (75).
     mutating func run() throws {
-        // Counted as each batch commits, so a run that fails part way reports what it did delete.
-        try simple("decisions", alias: "dc", key: "bigint", rules.decision, youngest: rules.decisionThatStays, counted: \.decisions)
-        try notifications()
-        try simple("delivery_events", alias: "e", key: "bigint", rules.event, youngest: "NOT (\(rules.event))", retention: true, counted: \.deliveryEvents)
-        try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
-        try eraseTokenValues()
-        try simple("daily_push_slots", alias: "s", column: "notification_id", key: "uuid", rules.slot, counted: \.dailyPushSlots)
-        try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
+        var cutOff: Error? = nil
+        for rule in Rule.allCases where !stopped {
+            do {
+                try apply(rule)
+            } catch let error as PostgresError where [SQLState.queryCanceled, SQLState.lockNotAvailable].contains(error.sqlState ?? "") {
+                logger.error("\(rule.rawValue): \(error): left for the next run; the rules after it go on")
+                cutOff = cutOff ?? error
+            }
+        }
+        if let cutOff { throw cutOff }
+    }
+
+    /// Counted as each batch commits, so a run that fails part way reports what it did delete.
+    mutating func apply(_ rule: Rule) throws {
+        switch rule {
+        case .decisions: try simple("decisions", alias: "dc", key: "bigint", rules.decision, youngest: rules.decisionThatStays, counted: \.decisions)
+        case .notifications: try notifications()
+        case .deliveryEvents:
+            try simple("delivery_events", alias: "e", key: "bigint", rules.event, youngest: "NOT (\(rules.event))", retention: true, counted: \.deliveryEvents)
+        case .deviceTokens: try simple("device_tokens", alias: "k", key: "bigint", rules.token(afterEarlierRules: false), counted: \.deviceTokens)
+        case .tokenValues: try eraseTokenValues()
+        case .dailyPushSlots: try simple("daily_push_slots", alias: "s", column: "notification_id", key: "uuid", rules.slot, counted: \.dailyPushSlots)
+        case .jobRuns: try simple("job_runs", alias: "r", key: "bigint", rules.run(afterEarlierRules: false), counted: \.jobRuns)
+        }
     }
 
     /// Replaces the value of each retired token past the grace that is still referenced by `pruned:<id>`, a
