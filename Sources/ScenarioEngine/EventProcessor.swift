@@ -70,12 +70,17 @@ public struct EventProcessor {
     }
 
     /// The pending events of a batch that met a data exception, each in a transaction of its own; one that meets
-    /// one again is marked processed with the error.
+    /// one again is marked processed with the error. A scenario found unusable on the way is suspended, as in
+    /// `processBatch`. When more than one event failed alone with the very same error, and not on a value that
+    /// cannot be read, the fault is more likely the code's or the schema's than each event's (an old build left
+    /// running after a migration that added a constraint): none is set aside, and the error ends the run, as
+    /// before; setting them aside would lose each event's notification until someone handed it back.
     private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         let pending = try connection.query("""
             SELECT id FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[]) ORDER BY id LIMIT \(batchSize)
             """)
         var taken = 0
+        var failed: [(id: Int, error: PostgresError)] = []
         for row in pending {
             let id: Int = try row.decode(0)
             let counted = summary
@@ -83,18 +88,29 @@ public struct EventProcessor {
                 taken += try retryingConflicts(logger: logger, summary: &summary) { summary in
                     try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
                 }
+            } catch let unusable as UnusableScenario {
+                summary = counted
+                suspended.suspend(unusable)
+                logger.error("\(unusable.failure.message): its events (\(unusable.kinds.joined(separator: ", "))) wait, pending, and are tried again in a minute; the others go on")
             } catch let error as PostgresError where error.isDataAtFault {
                 summary = counted
-                let reason = error.description
-                let marked = try connection.query("""
-                    UPDATE events SET processed_at = now(), job_run_id = \(runID), error = \(reason)
-                     WHERE id = \(id) AND processed_at IS NULL RETURNING kind
-                    """)
-                guard let kind: String = try marked.first?.decode(0) else { continue }
-                taken += 1
-                summary.failedEvents += 1
-                logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error), fix what wrote it")
+                failed.append((id, error))
             }
+        }
+        if failed.count > 1, let first = failed.first?.error, !first.isUnreadableValue,
+           failed.allSatisfy({ $0.error.description == first.description }) {
+            throw first
+        }
+        for (id, error) in failed {
+            let reason = error.description
+            let marked = try connection.query("""
+                UPDATE events SET processed_at = now(), job_run_id = \(runID), error = \(reason)
+                 WHERE id = \(id) AND processed_at IS NULL RETURNING kind
+                """)
+            guard let kind: String = try marked.first?.decode(0) else { continue }
+            taken += 1
+            summary.failedEvents += 1
+            logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error), fix what wrote it")
         }
         return taken
     }

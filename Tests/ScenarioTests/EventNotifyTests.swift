@@ -601,6 +601,44 @@ import TestSupport
         #expect(try f.inbox(linda).map(\.title) == ["Kari har pause"], "decided once fixed")
     }
 
+    /// A batch taken one event at a time (a row at fault) can meet a scenario that cannot run at all: that
+    /// scenario is suspended there too (it ended the run as "a bug", 70).
+    @Test func aScenarioThatCannotRunMetEventByEventIsSuspendedToo() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
+        try f.connection.execute("UPDATE message_templates SET title = '{{nmae}}' WHERE scenario = 'honorarium' AND organization_id IS NULL")
+        try f.connection.execute("ALTER TABLE message_templates ENABLE TRIGGER message_templates_valid")
+        try f.connection.execute("""
+            INSERT INTO events (kind, mentor_id, payload) VALUES ('activities_logged', \(kari), '{"before": "x", "after": "y"}')
+            """)
+        _ = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 0)
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect([65, 78].contains(result.status), "\(result.stderr)")
+        #expect(result.stderr.contains("honorarium") && result.stderr.contains("wait, pending"), "\(result.stderr)")
+        #expect(try pending("assignment_dispatched") == 1, "kept for when honorarium is fixed")
+        #expect(try f.connection.query("SELECT count(*)::int FROM events WHERE kind = 'activities_logged' AND error IS NOT NULL").first!.decode(0, as: Int.self) == 1,
+                "the row at fault set aside")
+    }
+
+    /// Events failing alone with the very same error (an old build left running after a migration that added a
+    /// constraint) are the code's or the schema's fault, not each event's: none is set aside (each would lose its
+    /// notification until handed back), and the run fails as before, the events pending.
+    @Test func eventsThatAllFailTheSameWayAreNotSetAside() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        try f.connection.execute("ALTER TABLE notifications ADD CONSTRAINT from_a_newer_schema CHECK (created_at < '2000-01-01') NOT VALID")
+        for mentor in [kari, ola] {
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor), now(), 'ferie')")
+        }
+        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(result.status != 0, "\(result.stderr)")
+        #expect(try pending("pause_started") == 2, "both wait")
+        #expect(try f.connection.query("SELECT count(*)::int FROM events WHERE error IS NOT NULL").first!.decode(0, as: Int.self) == 0)
+    }
+
     /// An event row the scenarios cannot read (apps and hand-written SQL get such rows) failed its whole batch
     /// and, being the oldest pending, every batch after it: event-notify stopped for every organization. Now
     /// it alone is set aside with the error, the others are processed, and the run says so (65).
