@@ -14,6 +14,9 @@ public struct DeliveryReport: Sendable {
     public var held = 0
     /// Providers that stopped this run, with the reason (credentials or configuration).
     public var brokenProviders: [String: String] = [:]
+    /// A provider refused our credentials (not a suspect setup, nor an environment a key cannot serve): a
+    /// long-lived job reads them again before its next delivery.
+    public var credentialsRefused = false
     /// Providers that could not be reached to start with (the OAuth endpoint was down, say).
     public var unavailableProviders: [String: String] = [:]
     /// The signal that stopped the run early ("SIGTERM"), if one did.
@@ -64,6 +67,7 @@ public struct DeliveryReport: Sendable {
         cancelled += other.cancelled
         cancelledPaused += other.cancelledPaused
         stoppedBy = stoppedBy ?? other.stoppedBy
+        credentialsRefused = credentialsRefused || other.credentialsRefused
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
         unavailableProviders.merge(other.unavailableProviders) { first, _ in first }

@@ -179,7 +179,7 @@ public final class OutboxEngine {
         for (kind, provider) in providers where usable.contains(kind) {
             do { try provider.prepare() } catch {
                 switch error.outcome {
-                case .credentialsBroken(let reason): report.brokenProviders[provider.name] = reason
+                case .credentialsBroken(let reason): report.brokenProviders[provider.name] = reason; report.credentialsRefused = true
                 default: report.unavailableProviders[provider.name] = error.outcome.reason
                 }
                 logger.error("\(provider.name): cannot send: \(report.brokenProviders[provider.name] ?? report.unavailableProviders[provider.name]!)")
@@ -895,6 +895,7 @@ public final class OutboxEngine {
                 report.count(.dead, claimed.target.provider)
             case .credentialsBroken(let reason):
                 // Our setup: the provider stops for the run (78); the push waits, no attempt counted.
+                report.credentialsRefused = true
                 if live.contains(claimed.target.provider) {
                     live.remove(claimed.target.provider)
                     report.brokenProviders[provider.name] = reason

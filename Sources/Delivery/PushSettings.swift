@@ -33,6 +33,18 @@ public struct PushSettings: Sendable {
 
     /// What the run should say about these settings without refusing them (logged once it starts).
     public var warnings: [String] = []
+    /// The key files read (APNs's `.p8`, the service account's JSON).
+    public var credentialFiles: [String] = []
+
+    /// What the key files are now (each one's inode, size and modification time): a long-lived job reads them
+    /// again when this changed since it loaded them.
+    public var credentialFilesNow: [String] {
+        credentialFiles.map { path in
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return "\(path): gone" }
+            let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            return "\(path): \(attributes[.systemFileNumber] ?? 0) \(attributes[.size] ?? 0) \(modified)"
+        }
+    }
 
     /// True when at least one provider is configured.
     public var isConfigured: Bool { apns != nil || fcm != nil }
@@ -57,6 +69,7 @@ public struct PushSettings: Sendable {
             }
             do {
                 settings.apns = try APNsCredentials(keyFile: apnsValues[0].1!, keyID: apnsValues[1].1!, teamID: apnsValues[2].1!, topic: apnsValues[3].1!)
+                settings.credentialFiles.append(apnsValues[0].1!)
             } catch let error as PushConfigurationError {
                 throw JobFailure(.config, error.message)
             }
@@ -72,6 +85,7 @@ public struct PushSettings: Sendable {
         if let file = value(options.fcmServiceAccountFile, "FCM_SERVICE_ACCOUNT_FILE") ?? value(nil, "GOOGLE_APPLICATION_CREDENTIALS") {
             do {
                 settings.fcm = try GoogleServiceAccount(file: file, setting: fcmSetting)
+                settings.credentialFiles.append(file)
             } catch let error as PushConfigurationError {
                 throw JobFailure(.config, error.message)
             }

@@ -18,8 +18,12 @@ public final class ScenarioDelivery: JobDelivery {
     /// and its summary and metrics count them all.
     private var total = DeliveryReport()
     private var saidNotConfigured = false
-    /// A provider refused the credentials in the last delivery: read them again before the next.
+    /// A provider refused the credentials: read them again before the next delivery if their files changed
+    /// since (a fresh engine starts without what the last one learnt: connections, the outage memory,
+    /// confirmed setups; unchanged files would be refused again).
     private var credentialsRefused = false
+    /// The key files as they were when read (`PushSettings.credentialFilesNow`).
+    private var loadedFiles: [String] = []
     private var saidWarnings = false
 
     /// Pushes what a job recorded even once asked to stop (event-notify: a committed batch's pushes go out,
@@ -34,15 +38,16 @@ public final class ScenarioDelivery: JobDelivery {
 
     public func prepare() throws {
         settings = try PushSettings.load(options)
+        loadedFiles = settings?.credentialFilesNow ?? []
     }
 
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
-        if credentialsRefused {
+        if credentialsRefused, let loaded = settings, loaded.credentialFilesNow != loadedFiles {
             // Credentials refused last time: the files are read again, as they are now (a service account's key
             // rotated in place, its old key revoked), with a fresh engine. A long-running job kept what it started
             // with until a restart, while push-deliver, a new process each minute, sent with the new ones.
             credentialsRefused = false
-            if let reloaded = try? PushSettings.load(options) { settings = reloaded }
+            if let reloaded = try? PushSettings.load(options) { settings = reloaded; loadedFiles = reloaded.credentialFilesNow }
             engine = nil
         }
         if let settings, !saidWarnings {
@@ -67,7 +72,7 @@ public final class ScenarioDelivery: JobDelivery {
             self.engine = (ObjectIdentifier(connection), engine)
         }
         let report = try engine.run(scope: .jobRun(runID))
-        credentialsRefused = !report.brokenProviders.isEmpty
+        credentialsRefused = credentialsRefused || report.credentialsRefused
         total.add(report)
         return DeliveryResult(json: total.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)
     }
