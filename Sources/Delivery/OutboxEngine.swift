@@ -490,6 +490,24 @@ public final class OutboxEngine {
                 quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
                 mentorPaused: try row.decode(19), lostClaims: try row.decode(20))
         }
+        let lost = claimed.filter { $0.lostClaims > 0 }
+        if !lost.isEmpty {
+            // Claims that ended without an outcome are attempts now, in the delivery's own row and history: a
+            // release or a postpone (which write no attempt) must not make such a push look never tried to what
+            // reads `attempts` (a displacement for the daily cap, the cancels that free a slot, `waited`).
+            try connection.execute("""
+                WITH lost AS (
+                    SELECT * FROM unnest(\(PostgresArray(lost.map(\.deliveryID)))::bigint[], \(PostgresArray(lost.map(\.lostClaims)))::int[]) AS l(id, n)
+                ), folded AS (
+                    UPDATE deliveries d SET attempts = d.attempts + l.n, updated_at = now() FROM lost l WHERE d.id = l.id
+                    RETURNING d.id, d.attempts
+                ), reset AS (
+                    UPDATE delivery_queue q SET lost_claims = 0 FROM lost l WHERE q.delivery_id = l.id
+                )
+                INSERT INTO delivery_events (delivery_id, event, attempt, detail)
+                SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded
+                """)
+        }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
             // went through all of them, and every row the run has yet to queue gets a higher id than any there is
@@ -503,6 +521,9 @@ public final class OutboxEngine {
         }
         return claimed
     }
+
+    /// The history's word for a claim that ended without an outcome.
+    static let lostClaimDetail = "claimed by a run that ended without recording an answer (it may have been sent): counted as an attempt"
 
     /// What a claimed delivery comes to before it is sent: the one chain of checks the run makes (`admit`) and
     /// the dry run's plan says (`DeliverRunner.plan`).

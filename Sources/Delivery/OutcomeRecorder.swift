@@ -118,8 +118,7 @@ final class OutcomeRecorder {
                            AND (q.lease_until = i.lease::timestamptz OR i.state = 'sent')
                         RETURNING i.*
                     ), requeued AS (
-                        UPDATE delivery_queue q SET next_attempt_at = coalesce(i.next_attempt_at, q.next_attempt_at), lease_until = NULL,
-                               lost_claims = CASE WHEN i.state = 'retrying' THEN 0 ELSE q.lost_claims END -- in the attempts written now
+                        UPDATE delivery_queue q SET next_attempt_at = coalesce(i.next_attempt_at, q.next_attempt_at), lease_until = NULL
                           FROM i
                          WHERE q.delivery_id = i.id AND (i.state IS NULL OR i.state = 'retrying') AND q.lease_until = i.lease::timestamptz
                         RETURNING i.*

@@ -543,8 +543,14 @@ import TestSupport
         #expect(pushes(.apns).map(\.deviceToken) == [ola], "Kari's push is not sent a ninth time")
         let sent = try delivery(token: ola)
         #expect(sent.state == "sent" && sent.attempts == 2, "the lost claim and this one: \(sent)")
+        let history: [String] = try f.connection.query("""
+            SELECT e.event || ' ' || e.attempt || ' ' || coalesce(e.detail, '') FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id
+              JOIN device_tokens t ON t.id = d.device_token_id WHERE t.token = \(ola) ORDER BY e.id
+            """).map { try $0.decode(0) }
+        #expect(history.first?.hasPrefix("retried 1 claimed by a run that ended without recording an answer") == true, "\(history)")
+        #expect(history.last?.hasPrefix("sent 2") == true, "\(history)")
 
-        // A retry folds the lost claims into the attempts it writes, and counts them once.
+        // The lost claim is counted once, whatever the outcome (here a retry).
         let more = try pendingNotifications([("Per", 1)])
         let per = more[0].devices[0].token
         try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second'")

@@ -5,7 +5,7 @@
 -- push goes again (with the same collapse id), as it must: nothing says it arrived. But no attempt was ever
 -- written, so a run that died the same way every time sent the same pushes again every lease, for ever, and
 -- PUSH_MAX_ATTEMPTS never stopped it. A claim that finds the lease of an earlier claim still on the row (an
--- outcome, a release or a cancel clears it) counts one here, and the engine adds these to the delivery's
--- attempts: at PUSH_MAX_ATTEMPTS it is given up, dead, instead of sent again. A retry's outcome folds them
--- into `deliveries.attempts` and starts again from 0. Not in any index: the claim's update stays HOT.
+-- outcome, a release or a cancel clears it) counts one here; the engine then adds them to the delivery's
+-- attempts (with a `retried` event saying why) and sets this back to 0: at PUSH_MAX_ATTEMPTS it is given up,
+-- dead, instead of sent again. Not in any index: the claim's update stays HOT.
 ALTER TABLE delivery_queue ADD COLUMN lost_claims integer NOT NULL DEFAULT 0;
