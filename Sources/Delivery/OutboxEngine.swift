@@ -170,10 +170,14 @@ public final class OutboxEngine {
             stopEndpoint(endpoint, reason: reason, live: &usable)
         }
         // An endpoint whose provider named when to come back waits until then, in every run (0030).
+        // The run says so (69) only while some of its pushes are due: a hold of an hour paged the operator for an
+        // hour with nothing waiting on it.
         for hold in try OutboxEngine.holds(on: connection) where usable.contains(hold.endpoint.provider) {
             let why = "held until \(Timestamp.iso8601(hold.until)) as its provider asked (\(hold.reason))"
             let name = providers[hold.endpoint.provider]!.name
-            report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(hold.endpoint) \(why)"
+            if try OutboxEngine.hasDue(hold.endpoint, on: connection) {
+                report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(hold.endpoint) \(why)"
+            }
             stopEndpoint(hold.endpoint, reason: why, live: &usable)
         }
         for (kind, provider) in providers where usable.contains(kind) {
@@ -330,6 +334,15 @@ public final class OutboxEngine {
     }
 
     static let allEndpoints = [PushTarget.Provider.apns, .fcm, .webpush, .expo].flatMap(endpoints(of:))
+
+    /// Whether a delivery to `endpoint` is due now.
+    static func hasDue(_ endpoint: SuspectKey, on connection: Connection) throws -> Bool {
+        try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id JOIN device_tokens t ON t.id = d.device_token_id
+                            WHERE \(DeliveryQueue.duePredicate) AND q.provider = \(endpoint.provider.rawValue)
+                              AND (\(endpoint.environment?.rawValue)::text IS NULL OR t.apns_environment = \(endpoint.environment?.rawValue)))
+            """).first!.decode(0)
+    }
 
     /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are stopped
     /// stops for the run.
