@@ -142,7 +142,8 @@ public struct Migrator {
                     && ContinuousClock.now + .seconds(Migrator.lockWait) < giveUpAt {
                     tries += 1
                     retrying("\(migration.name): a lock it needs is held by another session (a job's transaction): rolled back, trying again (try \(tries))")
-                    Thread.sleep(forTimeInterval: Double.random(in: 0.5...1.5))
+                    // A growing pause (1, 2, 4, then 8 s, with jitter): the app is held up 2 s a try, and ever less often.
+                    Thread.sleep(forTimeInterval: min(8, pow(2, Double(tries - 2))) * Double.random(in: 0.5...1.5))
                 } catch let error as PostgresError {
                     // The migration's own SQL failing is a schema problem to fix (78); a statement timeout, a lock
                     // not granted, a lost connection or a missing privilege keep their own codes (75, 69, 77).

@@ -145,7 +145,11 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: dir) }
         let migrate = try ProcessRunner.start(Paths.executable("migrate"), ["--database-url", db.url, "--migrations-dir", dir.path, "--lock-timeout", "30"])
         defer { kill(migrate.pid, SIGKILL) }
-        usleep(500_000)
+        let watcher = try db.connect()
+        let deadline = Date().addingTimeInterval(20)
+        while try watcher.query("""
+            SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+            """).first!.decode(0, as: Int.self) == 0 && Date() < deadline { usleep(20_000) }
         let app = BlockedStatement("UPDATE users SET display_name = display_name", on: db)
         #expect(app.finish(within: 4) == nil, "the app's write waited behind the migration's lock request")
         usleep(3_000_000) // the job's read goes on for a while
