@@ -148,6 +148,9 @@ public final class JobRun {
 
     /// The outbox's due deliveries when the run ended (for the metrics), read on the run's connection.
     public private(set) var backlog: (due: Int, oldestDueAge: Double)?
+    /// Whether the backlog includes the events still to process (event-notify's).
+    public var measuresEvents = false
+    public private(set) var eventsPending: (count: Int, oldestAge: Double)?
 
     /// Reads the outbox's due backlog on the run's connection, for the metrics.
     public func measureBacklog() {
@@ -158,6 +161,13 @@ public final class JobRun {
                   FROM delivery_queue q WHERE \(DeliveryQueue.duePredicate)
                 """).first!
             backlog = (try row.decode(0), try row.decode(1))
+            if measuresEvents {
+                let events = try connection.query("""
+                    SELECT count(*)::int, coalesce(extract(epoch FROM now() - (SELECT created_at FROM events WHERE processed_at IS NULL ORDER BY id LIMIT 1)), 0)::float8
+                      FROM events WHERE processed_at IS NULL
+                    """).first!
+                eventsPending = (try events.decode(0), try events.decode(1))
+            }
         } catch {
             logger.warning("could not read the delivery backlog for the metrics: \(error)")
         }
@@ -174,7 +184,8 @@ public final class JobRun {
         do {
             try file.write(MetricsFile.Snapshot(finishedAt: Date(), succeeded: succeeded ?? (exitCode == 0 && stoppedBy == nil),
                                                 outcome: outcome ?? self.outcome, exitCode: exitCode, duration: duration,
-                                                summaryJSON: counts().json, backlog: withBacklog ? backlog : nil))
+                                                summaryJSON: counts().json, backlog: withBacklog ? backlog : nil,
+                                                eventsPending: withBacklog ? eventsPending : nil))
         } catch {
             logger.error("could not write the metrics to \(file.path): \(error)")
         }

@@ -30,6 +30,8 @@ public struct MetricsFile {
         /// The run's summary members (`JobRun.counts`), as JSON.
         public var summaryJSON: String
         public var backlog: (due: Int, oldestDueAge: Double)?
+        /// The events still to process (event-notify's), and how long the oldest has waited.
+        public var eventsPending: (count: Int, oldestAge: Double)? = nil
     }
 
     /// Writes the file for `snapshot`. A failure to write is the caller's to log: metrics never fail a run.
@@ -72,6 +74,10 @@ public struct MetricsFile {
         if let backlog = snapshot.backlog {
             gauge("delivery_backlog_due", Double(backlog.due), "Deliveries due now (pending or retrying, their time come), when the run ended.")
             gauge("delivery_backlog_oldest_due_age_seconds", backlog.oldestDueAge, "How long the oldest due delivery has been due, when the run ended.")
+        }
+        if let pending = snapshot.eventsPending {
+            gauge("events_pending", Double(pending.count), "Events not processed yet (a scenario that cannot run leaves its events pending).")
+            gauge("events_oldest_pending_age_seconds", pending.oldestAge, "How long the oldest event not processed yet has waited.")
         }
 
         var bytes: [UInt8] = []

@@ -46,6 +46,7 @@ public struct EventNotifyRunner {
 
     public func execute(in run: JobRun) throws {
         let logger = run.logger
+        run.measuresEvents = true
         var summary = ScenarioSummary(job: Self.job, dryRun: options.dryRun, reasonOrder: processor.reasonOrder)
         var events = 0
         defer { run.counts = { [summary, events] in var writer = summary.members; writer.add("events", events); return writer } }

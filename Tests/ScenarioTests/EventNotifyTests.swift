@@ -584,9 +584,14 @@ import TestSupport
         try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
         _ = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 0)
 
-        let result = try Jobs.run("event-notify", ["--once"], database: db)
+        let metrics = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: metrics) }
+        let result = try Jobs.run("event-notify", ["--once"], database: db, environment: ["METRICS_DIR": metrics.path])
         #expect(result.status == 78, "\(result.stderr)")
         #expect(result.stderr.contains("availability_change") && result.stderr.contains("nmae") && result.stderr.contains("wait, pending"), "\(result.stderr)")
+        let file = metrics.appendingPathComponent("mentor-push-event-notify.prom")
+        #expect(Self.metric("events_pending", in: file) == 1, "the operator sees what waits")
+        #expect((Self.metric("events_oldest_pending_age_seconds", in: file) ?? -1) >= 0)
         #expect(try pending("pause_started") == 1, "kept, not set aside")
         #expect(try f.connection.query("SELECT count(*)::int FROM events WHERE error IS NOT NULL").first!.decode(0, as: Int.self) == 0)
         #expect(try pending("assignment_dispatched") == 0, "the other scenarios went on")
