@@ -222,11 +222,14 @@ public struct EventNotifyRunner {
 
     /// Whether none of the deliveries of run `runID`'s notifications is due and unsent (one deferred to the end of
     /// its recipient's quiet hours waits by design, not for a provider).
+    /// From the queue's due rows (few), each row's run looked up by its keys, as the claim does: joined from the
+    /// run's notifications, it read every notification the service ever stored, at every wake while unwell.
     static func nothingLeftWaiting(of runID: Int, on connection: Connection) throws -> Bool {
         try connection.query("""
-            SELECT NOT EXISTS (SELECT 1 FROM notifications n JOIN deliveries d ON d.notification_id = n.id
-                                 JOIN delivery_queue q ON q.delivery_id = d.id
-                                WHERE n.job_run_id = \(runID)::bigint AND \(DeliveryQueue.duePredicate))
+            SELECT NOT EXISTS (SELECT 1 FROM delivery_queue q
+                                WHERE \(DeliveryQueue.duePredicate)
+                                  AND (SELECT n.job_run_id FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+                                        WHERE d.id = q.delivery_id) = \(runID)::bigint)
             """).first!.decode(0)
     }
 
