@@ -69,10 +69,18 @@ public enum DeliverRunner {
             }
             settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: run.logger))
             let report: DeliveryReport
-            if options.workers <= 1 {
-                report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger)
-            } else {
-                report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger)
+            let results = WorkerResults()
+            do {
+                if options.workers <= 1 {
+                    report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger, results: results)
+                } else {
+                    report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger, results: results)
+                }
+            } catch {
+                // A failed run's summary and job_runs row still say what went out before (they said nothing).
+                let partial = results.soFar
+                run.counts = { var writer = JSONWriter(); writer.add("push", json: partial.json); return writer }
+                throw error
             }
             run.logger.info("\(report.sentence)")
             run.counts = { var writer = JSONWriter(); writer.add("push", json: report.json); return writer }
@@ -95,19 +103,26 @@ public enum DeliverRunner {
     /// One engine on this thread, with a second connection of its own on which a writer thread records
     /// outcomes while another claims the next batch on the engine's connection, and the pushes keep
     /// flowing (`OutboxWriter`).
-    static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger) throws -> DeliveryReport {
+    /// `results` gets what the engine did before it failed.
+    static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger,
+                      results: WorkerResults) throws -> DeliveryReport {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
         try forBatches(writer)
         engine.writer = OutboxWriter(connection: writer, claimConnection: connection)
-        return try engine.run(scope: .all)
+        do {
+            return try engine.run(scope: .all)
+        } catch {
+            results.addPartial(engine.lastReport)
+            throw error
+        }
     }
 
     /// `options.workers` engines on their own threads, each with its own connections. They share the
     /// database, where row claiming keeps them apart, as it keeps separate processes apart, and the settings'
     /// provider credentials (one APNs provider token, one FCM access token).
-    static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger) throws -> DeliveryReport {
-        let results = WorkerResults()
+    static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger,
+                                results: WorkerResults) throws -> DeliveryReport {
         let group = DispatchGroup()
         for index in 0..<options.workers {
             group.enter()
@@ -118,7 +133,7 @@ public enum DeliverRunner {
                 do {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     try forBatches(connection)
-                    results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger)))
+                    results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger, results: results)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))
                 }
@@ -210,9 +225,25 @@ public enum DeliverRunner {
 final class WorkerResults: @unchecked Sendable {
     private let lock = NSLock()
     private var results: [Result<DeliveryReport, JobFailure>] = []
+    private var partials: [DeliveryReport] = []
 
     func add(_ result: Result<DeliveryReport, JobFailure>) {
         lock.withLock { results.append(result) }
+    }
+
+    /// What a worker's engine did before it failed.
+    func addPartial(_ report: DeliveryReport) {
+        lock.withLock { partials.append(report) }
+    }
+
+    /// What every worker did so far: the reports of those that finished and of those that failed.
+    var soFar: DeliveryReport {
+        lock.withLock {
+            var total = DeliveryReport()
+            for case .success(let report) in results { total.add(report) }
+            for report in partials { total.add(report) }
+            return total
+        }
     }
 
     /// The sum of the workers' reports; the first failure if any worker failed.

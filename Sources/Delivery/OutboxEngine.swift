@@ -92,6 +92,8 @@ public final class OutboxEngine {
     /// Answers from the provider's side in a row after which an endpoint stops for the run (69): in an outage
     /// every due push burned an attempt, run after run, and an outage of an hour or two made them all dead.
     public var serverFailureLimit = 5
+    /// What the last run did (so far, if it threw).
+    public private(set) var lastReport = DeliveryReport()
     /// Writes outcomes and claims the next batch on its own thread and connection while pushes go out
     /// (push-deliver sets one); without it both happen in line.
     var writer: OutboxWriter?
@@ -163,6 +165,8 @@ public final class OutboxEngine {
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
         var report = DeliveryReport()
+        // What the run did, kept when it throws too: a failed run's summary says what went out before.
+        defer { lastReport = report }
         var usable = Set(providers.keys)
         for (endpoint, reason) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
             let name = providers[endpoint.provider]!.name

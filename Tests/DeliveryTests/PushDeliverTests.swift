@@ -568,6 +568,26 @@ import TestSupport
         #expect(try delivery(token: per).attempts == 3)
     }
 
+    /// A run that fails part way (here its database connections end) says in its summary (and its job_runs row,
+    /// when that can still be written) what went out before: it said nothing, and an operator could not tell
+    /// whether any push had gone.
+    @Test func aRunThatFailsPartWaySaysWhatWentOutBefore() throws {
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 0.1), count: 1000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        defer { kill(running.pid, SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
+        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'push-deliver' AND datname = current_database()")
+        let result = try running.wait(timeout: 30)
+        #expect(result.status != 0, "\(result.stderr)")
+        let sent = (result.summary?["push"] as? [String: Any])?["sent"] as? Int ?? 0
+        #expect(sent >= 5, "the pushes that went out are in the summary: \(result.stdout)")
+        #expect(sent <= pushes(.apns).count)
+    }
+
     /// The answers of a window came together and one is slow: those answered are recorded within a second, not
     /// when the slow one comes (up to the request timeout; a crash meanwhile sent them all again).
     @Test func whatWasAnsweredIsRecordedWhileASlowAnswerIsAwaited() throws {
