@@ -179,7 +179,7 @@ public final class OutboxEngine {
         for hold in try OutboxEngine.holds(on: connection) where usable.contains(hold.endpoint.provider) {
             let why = "held until \(Timestamp.iso8601(hold.until)) as its provider asked (\(hold.reason))"
             let name = providers[hold.endpoint.provider]!.name
-            if try OutboxEngine.hasDue(hold.endpoint, on: connection) {
+            if try OutboxEngine.hasDue(hold.endpoint, scope: scope, on: connection) {
                 report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(hold.endpoint) \(why)"
             }
             stopEndpoint(hold.endpoint, reason: why, live: &usable)
@@ -339,12 +339,14 @@ public final class OutboxEngine {
 
     static let allEndpoints = [PushTarget.Provider.apns, .fcm, .webpush, .expo].flatMap(endpoints(of:))
 
-    /// Whether a delivery to `endpoint` is due now.
-    static func hasDue(_ endpoint: SuspectKey, on connection: Connection) throws -> Bool {
-        try connection.query("""
+    /// Whether a delivery to `endpoint` in `scope` is due now.
+    static func hasDue(_ endpoint: SuspectKey, scope: Scope, on connection: Connection) throws -> Bool {
+        let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
+        return try connection.query("""
             SELECT EXISTS (SELECT 1 FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id JOIN device_tokens t ON t.id = d.device_token_id
                             WHERE \(DeliveryQueue.duePredicate) AND q.provider = \(endpoint.provider.rawValue)
-                              AND (\(endpoint.environment?.rawValue)::text IS NULL OR t.apns_environment = \(endpoint.environment?.rawValue)))
+                              AND (\(endpoint.environment?.rawValue)::text IS NULL OR t.apns_environment = \(endpoint.environment?.rawValue))
+                              AND (\(runID)::bigint IS NULL OR (SELECT n.job_run_id FROM notifications n WHERE n.id = d.notification_id) = \(runID)::bigint))
             """).first!.decode(0)
     }
 
@@ -512,14 +514,21 @@ public final class OutboxEngine {
             // Claims that ended without an outcome are attempts now, in the delivery's own row and history: a
             // release or a postpone (which write no attempt) must not make such a push look never tried to what
             // reads `attempts` (a displacement for the daily cap, the cancels that free a slot, `waited`).
+            // The queue rows first, in id order, as every other writer locks them (the outcome writes, the app's
+            // cancels), then the deliveries: only rows still this claim's (a cancel may have taken one since).
             try connection.execute("""
                 WITH lost AS (
-                    SELECT * FROM unnest(\(PostgresArray(lost.map(\.deliveryID)))::bigint[], \(PostgresArray(lost.map(\.lostClaims)))::int[]) AS l(id, n)
-                ), folded AS (
-                    UPDATE deliveries d SET attempts = d.attempts + l.n, updated_at = now() FROM lost l WHERE d.id = l.id
-                    RETURNING d.id, d.attempts
+                    SELECT * FROM unnest(\(PostgresArray(lost.map(\.deliveryID)))::bigint[], \(PostgresArray(lost.map(\.lostClaims)))::int[],
+                                         \(PostgresArray(lost.map(\.lease)))::text[]) AS l(id, n, lease)
+                ), locked AS (
+                    SELECT q.delivery_id, l.n FROM delivery_queue q JOIN lost l ON l.id = q.delivery_id AND q.lease_until = l.lease::timestamptz
+                     ORDER BY q.delivery_id FOR UPDATE OF q
                 ), reset AS (
-                    UPDATE delivery_queue q SET lost_claims = 0 FROM lost l WHERE q.delivery_id = l.id
+                    UPDATE delivery_queue q SET lost_claims = 0 FROM locked k WHERE q.delivery_id = k.delivery_id
+                    RETURNING q.delivery_id AS id, k.n
+                ), folded AS (
+                    UPDATE deliveries d SET attempts = d.attempts + r.n, updated_at = now() FROM reset r WHERE d.id = r.id
+                    RETURNING d.id, d.attempts
                 )
                 INSERT INTO delivery_events (delivery_id, event, attempt, detail)
                 SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded

@@ -36,13 +36,15 @@ public struct PushSettings: Sendable {
     /// The key files read (APNs's `.p8`, the service account's JSON).
     public var credentialFiles: [String] = []
 
-    /// What the key files are now (each one's inode, size and modification time): a long-lived job reads them
-    /// again when this changed since it loaded them.
+    /// What the key files hold now (a hash of each one's bytes, through any symlink: a secret volume swaps a
+    /// link, not the file): a long-lived job reads them again when this changed since it loaded them.
     public var credentialFilesNow: [String] {
         credentialFiles.map { path in
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return "\(path): gone" }
-            let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            return "\(path): \(attributes[.systemFileNumber] ?? 0) \(attributes[.size] ?? 0) \(modified)"
+            guard let bytes = FileManager.default.contents(atPath: path) else { return "\(path): gone" }
+            // Every byte (Data's own hash reads only the first 80: two PEM keys begin alike).
+            var hasher = Hasher()
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            return "\(path): \(bytes.count) \(hasher.finalize())"
         }
     }
 

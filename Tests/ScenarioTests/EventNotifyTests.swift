@@ -445,9 +445,11 @@ import TestSupport
     @Test func aKeyRotatedInPlaceIsUsedFromTheNextBatch() throws {
         let push = try PushEnvironment()
         let good = try String(contentsOfFile: push.serviceAccountFile, encoding: .utf8)
-        var revoked = try #require(try JSONSerialization.jsonObject(with: Data(good.utf8)) as? [String: Any])
-        revoked["private_key"] = TestCertificates.serviceAccountKey().privatePEM
-        try JSONSerialization.data(withJSONObject: revoked).write(to: URL(fileURLWithPath: push.serviceAccountFile))
+        // The same file but for the key.
+        func escaped(_ pem: String) -> String { pem.replacingOccurrences(of: "/", with: "\\/").replacingOccurrences(of: "\n", with: "\\n") }
+        let revoked = good.replacingOccurrences(of: escaped(push.serviceAccountPrivateKeyPEM), with: escaped(TestCertificates.serviceAccountKey().privatePEM))
+        #expect(revoked != good)
+        try revoked.write(toFile: push.serviceAccountFile, atomically: true, encoding: .utf8)
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
         let linda = try f.user(org, "Linda", role: "coordinator")
