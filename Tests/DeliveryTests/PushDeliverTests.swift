@@ -53,6 +53,16 @@ import TestSupport
         push.server.requests().filter { $0.provider == provider }
     }
 
+    /// `count` pending deliveries, the fake answering each after `seconds`, and push-deliver started with
+    /// `concurrency` pushes in flight (and `extra` arguments).
+    func deliverSlowly(_ count: Int, answersAfter seconds: Double, concurrency: Int, _ extra: [String] = []) throws -> ProcessRunner.Running {
+        _ = try pendingNotifications((0..<count).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: seconds), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "\(concurrency)"
+        return try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url] + extra, environment: environment)
+    }
+
     /// Waits (up to 20 s) until `count` deliveries are recorded as sent, then sends `signal` to `running`.
     func signal(_ running: ProcessRunner.Running, _ signal: Int32, onceSent count: Int) throws {
         let deadline = Date().addingTimeInterval(20)
@@ -572,11 +582,7 @@ import TestSupport
     /// when that can still be written) what went out before: it said nothing, and an operator could not tell
     /// whether any push had gone.
     @Test func aRunThatFailsPartWaySaysWhatWentOutBefore() throws {
-        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
-        push.server.inject(.slow(seconds: 0.1), count: 1000)
-        var environment = push.variables
-        environment["PUSH_CONCURRENCY"] = "1"
-        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        let running = try deliverSlowly(40, answersAfter: 0.1, concurrency: 1)
         defer { kill(running.pid, SIGKILL) }
         let deadline = Date().addingTimeInterval(20)
         while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
@@ -1139,11 +1145,7 @@ import TestSupport
     }
 
     @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
-        _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
-        push.server.inject(.slow(seconds: 0.2), count: 1_000)
-        var environment = push.variables
-        environment["PUSH_CONCURRENCY"] = "5"
-        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url, "--lease", "2"], environment: environment)
+        let running = try deliverSlowly(60, answersAfter: 0.2, concurrency: 5, ["--lease", "2"])
         // Let some pushes through, then kill it without warning.
         try signal(running, SIGKILL, onceSent: 10)
         _ = try? running.wait()
@@ -1218,11 +1220,7 @@ import TestSupport
     }
 
     @Test func sigtermFinishesWhatIsInFlightReleasesTheRestAndEndsBySIGTERM() throws {
-        _ = try pendingNotifications((0..<60).map { ("Mentor \($0)", 1) })
-        push.server.inject(.slow(seconds: 1), count: 1_000)
-        var environment = push.variables
-        environment["PUSH_CONCURRENCY"] = "5"
-        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+        let running = try deliverSlowly(60, answersAfter: 1, concurrency: 5)
         // The first five answers are recorded, the next five are in flight: systemd stops the unit.
         try signal(running, SIGTERM, onceSent: 5)
         let result = try running.wait()
