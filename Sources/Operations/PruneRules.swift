@@ -39,6 +39,12 @@ struct PruneRules {
     /// came and went. Such a row is kept until it is old itself; the rows after it are not.
     var decisionThatStays: Query { "NOT (\(decision)) AND dc.decided_at <= now() + interval '1 day'" }
 
+    /// A decision (alias `dc`) the real run deletes: past its retention and below the first that stays (a dry
+    /// run, which deletes nothing, counts with it).
+    var decisionGone: Query {
+        "\(decision) AND dc.id < coalesce((SELECT min(dc.id) FROM decisions dc WHERE \(decisionThatStays)), 9223372036854775807)"
+    }
+
     /// Notifications (alias `t`) that may go, with everything that hangs on them.
     var notification: Query {
         """
@@ -86,7 +92,7 @@ struct PruneRules {
     func run(afterEarlierRules: Bool) -> Query {
         let referenced: Query = afterEarlierRules
             ? """
-              (EXISTS (SELECT 1 FROM decisions dc WHERE dc.job_run_id = r.id AND NOT coalesce((\(decision)), false))
+              (EXISTS (SELECT 1 FROM decisions dc WHERE dc.job_run_id = r.id AND NOT coalesce((\(decisionGone)), false))
                OR EXISTS (SELECT 1 FROM notifications t WHERE t.job_run_id = r.id AND NOT coalesce((\(notification)), false)))
               """
             : """

@@ -94,10 +94,7 @@ public enum PruneRunner {
     static func dryRun(_ connection: Connection, _ rules: PruneRules) throws -> Counts {
         var counts = Counts()
         // The age rules stop below the first row young enough to stay, as the real run does (`Pruner.simple`).
-        counts.decisions = try count(connection, """
-            SELECT count(*) FROM decisions dc
-             WHERE \(rules.decision) AND dc.id < coalesce((SELECT min(dc.id) FROM decisions dc WHERE \(rules.decisionThatStays)), 9223372036854775807)
-            """)
+        counts.decisions = try count(connection, "SELECT count(*) FROM decisions dc WHERE \(rules.decisionGone)")
         let cascade = try connection.query("""
             SELECT count(DISTINCT t.id), count(DISTINCT d.id), count(e.id)
               FROM notifications t

@@ -205,6 +205,21 @@ import TestSupport
         #expect(try exists("notifications", young))
     }
 
+    /// The dry run counted a run as deleted whose only decision the real run keeps (old, but written after the
+    /// first decision young enough to stay, where the real run's batches stop): it says what the run does.
+    @Test func theDryRunKeepsTheRunsOfDecisionsTheRealRunKeeps() throws {
+        let oldRun = try jobRun(daysAgo: 200)
+        try decision(daysAgo: 10)                // young: the real run's batches stop below it
+        try decision(daysAgo: 100, run: oldRun)  // old, written after it: kept, and its run with it
+        let plan = try prune(["--dry-run"])
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let real = try prune()
+        #expect(real.status == 0, "\(real.stderr)")
+        #expect(try exists("job_runs", oldRun))
+        #expect(deleted(plan, "would_delete")["job_runs"] == deleted(real)["job_runs"], "\(plan.stdout) \(real.stdout)")
+        #expect(deleted(plan, "would_delete")["decisions"] == deleted(real)["decisions"])
+    }
+
     @Test func dailyPushSlotsOfDaysLongPastGo() throws {
         let kept = try notification(daysAgo: 400, readDaysAgo: 399)
         try f.connection.execute("UPDATE notifications SET dedupe_key = 'milestone:' || id WHERE id = \(kept)") // kept for ever
