@@ -160,7 +160,7 @@ public enum DeliverRunner {
                 }
             }
             try connection.stream("""
-                SELECT d.id, d.attempts + q.lost_claims + (q.lease_until IS NOT NULL)::int, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
+                SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
                        \(OutboxEngine.claimChecks), q.lost_claims + (q.lease_until IS NOT NULL)::int
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
@@ -176,12 +176,15 @@ public enum DeliverRunner {
                 let target = PushTarget.Provider(rawValue: provider).map {
                     PushTarget(provider: $0, token: rawToken, apnsEnvironment: environment.flatMap(PushTarget.APNsEnvironment.init(rawValue:)))
                 }
+                // As the claim counts them: its lease still on the row is one claim more that ended without an outcome.
+                let lostClaims: Int = try row.decode(11)
+                let attempts = try row.decode(1, as: Int.self) + lostClaims
                 // The run's own checks (`OutboxEngine.verdict`), as of now.
                 let verdict = OutboxEngine.verdict(moved: try row.decode(9), paused: try row.decode(10), retired: try row.decode(7), target: target,
                                                    serving: settings.apns == nil ? nil : settings.apnsEnvironments,
                                                    expiresAt: try row.decode(6, as: Date?.self),
                                                    quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date(),
-                                                   attempts: try row.decode(1), lostClaims: try row.decode(11), maxAttempts: settings.maxAttempts)
+                                                   attempts: attempts, lostClaims: lostClaims, maxAttempts: settings.maxAttempts)
                 let held = target.map(OutboxEngine.suspectKey).flatMap { heldEndpoints.contains($0) ? $0 : nil }
                 let (verb, action): (String, String)
                 switch verdict {
@@ -202,7 +205,7 @@ public enum DeliverRunner {
                 counts[provider, default: 0] += 1
                 switch format {
                 case .text:
-                    Output.line("\(verb.padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(OutsideText.printable(token))\(environment.map { " (\($0))" } ?? "") attempt \(try row.decode(1, as: Int.self) + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
+                    Output.line("\(verb.padding(toLength: 7, withPad: " ", startingAt: 0))delivery \(try row.decode(0, as: Int.self)) \(provider) \(OutsideText.printable(token))\(environment.map { " (\($0))" } ?? "") attempt \(attempts + 1): \(JSONWriter.string(title))\(action == "send" ? "" : " — \(action)")")
                 case .json:
                     var line = JSONWriter()
                     line.add("delivery_id", try row.decode(0, as: Int.self))
@@ -248,10 +251,7 @@ final class WorkerResults: @unchecked Sendable {
 
     /// The sum of the workers' reports; the first failure if any worker failed.
     func merged() throws -> DeliveryReport {
-        try lock.withLock {
-            var total = DeliveryReport()
-            for result in results { total.add(try result.get()) }
-            return total
-        }
+        if case .failure(let failure)? = lock.withLock({ results.first { if case .failure = $0 { true } else { false } } }) { throw failure }
+        return soFar
     }
 }

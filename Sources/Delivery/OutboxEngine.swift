@@ -18,6 +18,9 @@ public final class OutboxEngine {
         case all
         /// Only the deliveries of one job run's notifications (a scenario job delivering what it recorded).
         case jobRun(Int)
+
+        /// The job run of `jobRun`.
+        var runID: Int? { if case .jobRun(let id) = self { id } else { nil } }
     }
 
     let connection: Connection
@@ -83,7 +86,7 @@ public final class OutboxEngine {
     /// leave them stopped too: event-notify's runs are a batch each, and each paid the outage again (a connect
     /// timeout, five requests into the 5xx, each an attempt) while its events waited. push-deliver's minute runs
     /// still try.
-    private var outageUntil: [SuspectKey: ContinuousClock.Instant] = [:]
+    private var outages: [SuspectKey: (reason: String, until: ContinuousClock.Instant)] = [:]
     static let outageMemory: Duration = .seconds(60)
     /// Answers from the provider's side (5xx, or none at all) in a row per endpoint, since its last other answer.
     /// While any endpoint has some, pushes go out one at a time (a window opened by the first answer would
@@ -160,18 +163,17 @@ public final class OutboxEngine {
         presentationsLoaded.withLock { $0 = nil }
         claimSizer = ClaimSizer(window: client.configuration.window, maximum: batchSize)
         let now = ContinuousClock.now
-        outageUntil = outageUntil.filter { $0.value > now }
-        let outages = stoppedEndpoints.filter { outageUntil[$0.key] != nil }
+        outages = outages.filter { $0.value.until > now }
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
         var report = DeliveryReport()
         // What the run did, kept when it throws too: a failed run's summary says what went out before.
         defer { lastReport = report }
         var usable = Set(providers.keys)
-        for (endpoint, reason) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
+        for (endpoint, outage) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
             let name = providers[endpoint.provider]!.name
-            report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(endpoint) \(reason) (in an earlier run: tried again within a minute)"
-            stopEndpoint(endpoint, reason: reason, live: &usable)
+            report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(endpoint) \(outage.reason) (in an earlier run: tried again within a minute)"
+            stopEndpoint(endpoint, reason: outage.reason, live: &usable)
         }
         // An endpoint whose provider named when to come back waits until then, in every run (0030).
         // The run says so (69) only while some of its pushes are due: a hold of an hour paged the operator for an
@@ -341,13 +343,22 @@ public final class OutboxEngine {
 
     /// Whether a delivery to `endpoint` in `scope` is due now.
     static func hasDue(_ endpoint: SuspectKey, scope: Scope, on connection: Connection) throws -> Bool {
-        let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
-        return try connection.query("""
+        try connection.query("""
             SELECT EXISTS (SELECT 1 FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id JOIN device_tokens t ON t.id = d.device_token_id
                             WHERE \(DeliveryQueue.duePredicate) AND q.provider = \(endpoint.provider.rawValue)
                               AND (\(endpoint.environment?.rawValue)::text IS NULL OR t.apns_environment = \(endpoint.environment?.rawValue))
-                              AND (\(runID)::bigint IS NULL OR (SELECT n.job_run_id FROM notifications n WHERE n.id = d.notification_id) = \(runID)::bigint))
+                              AND (\(scope.runID)::bigint IS NULL OR (SELECT n.job_run_id FROM notifications n WHERE n.id = d.notification_id) = \(scope.runID)::bigint))
             """).first!.decode(0)
+    }
+
+    /// Stops an endpoint for an outage (unreachable, or answering 5xx): the run says so (69, `said`), and a
+    /// long-lived engine's runs leave it stopped for `outageMemory` too.
+    private func stopForOutage(_ key: SuspectKey, reason: String, said: String, live: inout Set<PushTarget.Provider>,
+                               report: inout DeliveryReport) {
+        let name = providers[key.provider]!.name
+        report.unavailableProviders[name] = report.unavailableProviders[name] ?? said
+        stopEndpoint(key, reason: reason, live: &live)
+        outages[key] = (reason, ContinuousClock.now + OutboxEngine.outageMemory)
     }
 
     /// Every endpoint a provider sends to, by environment: a provider all of whose endpoints are stopped
@@ -436,7 +447,7 @@ public final class OutboxEngine {
         // a push's outcome is written while the claim on its row still holds.
         let startBy = ContinuousClock.now + .milliseconds(Int64(lease * 900)) - client.configuration.requestTimeout
         let kinds = PostgresArray(providers.map(\.rawValue).sorted())
-        let runID: Int? = { if case .jobRun(let id) = scope { return id } else { return nil } }()
+        let runID = scope.runID
         // The one job run's deliveries, or every due one (then from the queue alone: it carries the
         // provider, and the scope has nothing to filter elsewhere). An APNs environment stopped for the run
         // (its host unreachable, its setup suspect) is left out by the token's environment: only then does
@@ -896,9 +907,7 @@ public final class OutboxEngine {
                         }
                         let why = after.flatMap { $0 > 0 ? "answered \(status.map(String.init) ?? "") \(reason) with Retry-After \(Int($0)) s: its other pushes wait for the next run" : nil }
                             ?? "\(inARow) answers in a row from the provider's side, the last \(status.map { "\($0) " } ?? "")\(reason): its other pushes wait for the next run"
-                        report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? "\(key) \(why)"
-                        stopEndpoint(key, reason: why, live: &live)
-                        outageUntil[key] = ContinuousClock.now + OutboxEngine.outageMemory
+                        stopForOutage(key, reason: why, said: "\(key) \(why)", live: &live, report: &report)
                     }
                 }
                 if attempt >= maxAttempts {
@@ -956,9 +965,7 @@ public final class OutboxEngine {
                 // no attempt counted, due at once for the next run.
                 let key = OutboxEngine.suspectKey(claimed.target)
                 if isSending(key, live: live) {
-                    report.unavailableProviders[provider.name] = report.unavailableProviders[provider.name] ?? reason
-                    stopEndpoint(key, reason: reason, live: &live)
-                    outageUntil[key] = ContinuousClock.now + OutboxEngine.outageMemory
+                    stopForOutage(key, reason: reason, said: reason, live: &live, report: &report)
                 }
                 recorder.release(claimed)
                 report.held += 1

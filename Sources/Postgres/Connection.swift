@@ -65,12 +65,13 @@ public final class Connection {
         try execute("SET IntervalStyle = 'iso_8601'")
         // Our statements are short and indexed: JIT compilation (tens of milliseconds) never pays off.
         try execute("SET jit = off")
-        try execute("SELECT set_config('statement_timeout', \(String(milliseconds)), false)")
-        // The same the other way: a job whose host lost power leaves a session that holds its locks (the job's
-        // own lock, rows of the queue) until the server notices. With these it does in about a minute, so the
-        // job's rerun at boot is not turned away as already running. Ignored over a Unix socket.
+        // With the statement timeout, in the same round trip, the keepalives the other way: a job whose host lost
+        // power leaves a session that holds its locks (the job's own lock, rows of the queue) until the server
+        // notices. With these it does in about a minute, so the job's rerun at boot is not turned away as already
+        // running. Ignored over a Unix socket.
         try execute("""
-            SELECT set_config('tcp_keepalives_idle', '30', false), set_config('tcp_keepalives_interval', '10', false),
+            SELECT set_config('statement_timeout', \(String(milliseconds)), false),
+                   set_config('tcp_keepalives_idle', '30', false), set_config('tcp_keepalives_interval', '10', false),
                    set_config('tcp_keepalives_count', '3', false), set_config('tcp_user_timeout', '60000', false)
             """)
     }

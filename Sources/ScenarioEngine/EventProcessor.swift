@@ -43,8 +43,7 @@ public struct EventProcessor {
             }
         } catch let unusable as UnusableScenario {
             summary = counted
-            suspended.suspend(unusable)
-            logger.error("\(unusable.failure.message): its events (\(unusable.kinds.joined(separator: ", "))) wait, pending, and are tried again in a minute; the others go on")
+            suspended.suspend(unusable, logger: logger)
             return try processBatch(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
         } catch let error as PostgresError where error.isDataAtFault {
             summary = counted
@@ -90,8 +89,7 @@ public struct EventProcessor {
                 }
             } catch let unusable as UnusableScenario {
                 summary = counted
-                suspended.suspend(unusable)
-                logger.error("\(unusable.failure.message): its events (\(unusable.kinds.joined(separator: ", "))) wait, pending, and are tried again in a minute; the others go on")
+                suspended.suspend(unusable, logger: logger)
             } catch let error as PostgresError where error.isDataAtFault {
                 summary = counted
                 failed.append((id, error))
@@ -273,21 +271,19 @@ public final class SuspendedScenarios: @unchecked Sendable {
     private var until: [String: (kinds: [String], until: ContinuousClock.Instant, reason: String)] = [:]
     static let retryAfter: Duration = .seconds(60)
 
-    func suspend(_ scenario: UnusableScenario) {
+    func suspend(_ scenario: UnusableScenario, logger: Logger) {
         lock.withLock { until[scenario.key] = (scenario.kinds, ContinuousClock.now + Self.retryAfter, scenario.failure.message) }
+        logger.error("\(scenario.failure.message): its events (\(scenario.kinds.joined(separator: ", "))) wait, pending, and are tried again in a minute; the others go on")
+    }
+
+    /// The scenarios suspended now.
+    private var current: [String: (kinds: [String], until: ContinuousClock.Instant, reason: String)] {
+        lock.withLock { until.filter { $0.value.until > ContinuousClock.now } }
     }
 
     /// The kinds of events left pending now.
-    var kinds: [String] {
-        lock.withLock {
-            let now = ContinuousClock.now
-            until = until.filter { $0.value.until > now }
-            return until.values.flatMap(\.kinds).sorted()
-        }
-    }
+    var kinds: [String] { current.values.flatMap(\.kinds).sorted() }
 
     /// Why each scenario suspended now waits, by its key.
-    public var reasons: [String: String] {
-        lock.withLock { until.filter { $0.value.until > ContinuousClock.now }.mapValues(\.reason) }
-    }
+    public var reasons: [String: String] { current.mapValues(\.reason) }
 }
