@@ -89,8 +89,8 @@ struct DecisionRecorder {
     }
 
     /// Takes the daily slots the batch's capped pushes need; a push that gets none is stored without a
-    /// push (`capped`). Returns the waiting pushes that gave their slot up, with the dedupe key that took it.
-    private mutating func takeDailySlots(into summary: inout ScenarioSummary) throws -> [(victim: DailySlots.Taken, by: String)] {
+    /// push (`capped`). Returns the waiting pushes that are to give their slot up, with the dedupe key taking it.
+    private mutating func takeDailySlots(into summary: inout ScenarioSummary) throws -> [Displacement] {
         let requests = rows.indices.compactMap { index -> DailySlots.Request? in
             guard rows[index].push, let slot = rows[index].draft?.dailySlot else { return nil }
             return DailySlots.Request(index: index, user: rows[index].user, slot: slot)
@@ -104,13 +104,22 @@ struct DecisionRecorder {
             summary.capped += 1
         }
         return allocation.displaced.map { victim, index in
-            rows[index].detail += "; took the daily slot of a waiting \(victim.scenario) push (priority \(victim.priority), lower than \(rows[index].draft!.dailySlot!.priority))"
-            return (victim, rows[index].draft!.dedupeKey)
+            Displacement(victim: victim, by: rows[index].draft!.dedupeKey,
+                         note: "; took the daily slot of a waiting \(victim.scenario) push (priority \(victim.priority), lower than \(rows[index].draft!.dailySlot!.priority))")
         }
     }
 
-    /// The batch's one statement: inbox rows, deliveries, slots, displaced pushes cancelled, decisions.
-    private func record(displaced: [(victim: DailySlots.Taken, by: String)], into summary: inout ScenarioSummary) throws {
+    /// A waiting push that gives its daily slot to the batch's push with dedupe key `by`, if that one still
+    /// waits once the batch is checked again; `note` is added to the taker's decision then.
+    struct Displacement {
+        let victim: DailySlots.Taken
+        let by: String
+        let note: String
+    }
+
+    /// The batch's statement (inbox rows, deliveries, slots, decisions), the new pushes checked again, then
+    /// the displaced pushes cancelled.
+    private func record(displaced: [Displacement], into summary: inout ScenarioSummary) throws {
         let drafts = rows.map(\.draft)
         let planned = drafts.filter { $0 != nil }.count
         let category = category.rawValue
@@ -162,32 +171,6 @@ struct DecisionRecorder {
                   JOIN input t ON t.dedupe_key = i.dedupe_key AND t.outcome = 'notified'
                  WHERE t.slot_day IS NOT NULL AND EXISTS (SELECT 1 FROM to_queue w WHERE w.notification_id = i.id) -- pushed only
                 RETURNING 1
-            ), gave_up AS (
-                SELECT v.id, v.why FROM unnest(\(PostgresArray(displaced.map(\.victim.notificationID)))::uuid[],
-                                               \(PostgresArray(displaced.map(\.by)))::text[],
-                                               \(PostgresArray(displaced.map { _ in "capped: gave its daily slot to a higher-priority \(scenario) push" }))::text[])
-                           AS v(id, taken_by, why)
-                  JOIN inserted i ON i.dedupe_key = v.taken_by
-                 WHERE EXISTS (SELECT 1 FROM to_queue w WHERE w.notification_id = i.id) -- a push with no device displaces none
-            ), slot_freed AS (
-                DELETE FROM daily_push_slots s USING gave_up g WHERE s.notification_id = g.id
-                RETURNING 1
-            ), listed AS (
-                -- A push-only notification that gave up its push is listed in the inbox, or the user never sees it.
-                UPDATE notifications n SET in_inbox = true FROM gave_up g WHERE n.id = g.id AND NOT n.in_inbox
-                RETURNING 1
-            ), cancelled AS (
-                UPDATE deliveries d SET state = 'cancelled', last_error = g.why, updated_at = now()
-                  FROM gave_up g
-                 WHERE d.notification_id = g.id AND d.state = 'pending'
-                RETURNING d.id, d.attempts, g.why
-            ), cancel_dequeued AS (
-                DELETE FROM delivery_queue q USING cancelled c WHERE q.delivery_id = c.id
-                RETURNING 1
-            ), cancel_events AS (
-                INSERT INTO delivery_events (delivery_id, event, attempt, detail)
-                SELECT id, 'cancelled', attempts, why FROM cancelled
-                RETURNING 1
             ), decided AS (
                 INSERT INTO decisions (job_run_id, scenario, user_id, outcome, reason, detail, notification_id, dedupe_key, decided_at, subject)
                 SELECT \(runID), \(scenario), t.user_id,
@@ -198,14 +181,13 @@ struct DecisionRecorder {
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM enqueued), (SELECT count(*) FROM decided),
-                   (SELECT count(*) FROM slot_freed), (SELECT count(*) FROM slotted), (SELECT count(*) FROM cancel_events),
-                   (SELECT coalesce(array_agg(DISTINCT notification_id::text), '{}') FROM to_queue)
+                   (SELECT count(*) FROM slotted), (SELECT coalesce(array_agg(DISTINCT notification_id::text), '{}') FROM to_queue)
             """
         let counts = try connection.query(query)
         guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
         let inserted: Int = try row.decode(0)
         let enqueued: Int = try row.decode(1)
-        let pushed: [String] = try row.decode(6)
+        let pushed: [String] = try row.decode(4)
         if !pushed.isEmpty {
             // Checked again with a fresh snapshot: what the app committed since the candidates were read (a
             // pause, a deactivation, pushes switched off) found none of this batch's pushes to cancel (0028).
@@ -214,6 +196,48 @@ struct DecisionRecorder {
         summary.inboxRows += inserted
         summary.deliveries += enqueued
         summary.duplicates += planned - inserted
-        summary.displaced += try row.decode(3)
+        summary.displaced += try cancel(displaced, pushed: pushed)
+    }
+
+    /// Cancels the pushes that gave their daily slot to one of the batch's new pushes (`pushed`), where that one
+    /// still waits: one cancelled by the check above takes no slot, and the push it would have displaced goes
+    /// out (both were lost). Returns how many gave their slot up.
+    private func cancel(_ displaced: [Displacement], pushed: [String]) throws -> Int {
+        guard !displaced.isEmpty, !pushed.isEmpty else { return 0 }
+        let why = "capped: gave its daily slot to a higher-priority \(scenario) push"
+        let freed = try connection.query("""
+            WITH gave_up AS (
+                SELECT v.id, n.id AS taker, v.note
+                  FROM unnest(\(PostgresArray(displaced.map(\.victim.notificationID)))::uuid[], \(PostgresArray(displaced.map(\.by)))::text[],
+                              \(PostgresArray(displaced.map(\.note)))::text[]) AS v(id, taken_by, note)
+                  JOIN notifications n ON n.dedupe_key = v.taken_by AND n.id = ANY(\(PostgresArray(pushed))::uuid[])
+                 WHERE EXISTS (SELECT 1 FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.notification_id = n.id)
+            ), slot_freed AS (
+                DELETE FROM daily_push_slots s USING gave_up g WHERE s.notification_id = g.id
+                RETURNING 1
+            ), listed AS (
+                -- A push-only notification that gave up its push is listed in the inbox, or the user never sees it.
+                UPDATE notifications n SET in_inbox = true FROM gave_up g WHERE n.id = g.id AND NOT n.in_inbox
+                RETURNING 1
+            ), cancelled AS (
+                UPDATE deliveries d SET state = 'cancelled', last_error = \(why), updated_at = now()
+                  FROM gave_up g
+                 WHERE d.notification_id = g.id AND d.state = 'pending'
+                RETURNING d.id, d.attempts
+            ), cancel_dequeued AS (
+                DELETE FROM delivery_queue q USING cancelled c WHERE q.delivery_id = c.id
+                RETURNING 1
+            ), cancel_events AS (
+                INSERT INTO delivery_events (delivery_id, event, attempt, detail)
+                SELECT id, 'cancelled', attempts, \(why) FROM cancelled
+                RETURNING 1
+            ), noted AS (
+                UPDATE decisions x SET detail = x.detail || g.note FROM gave_up g
+                 WHERE x.notification_id = g.taker AND x.job_run_id = \(runID)
+                RETURNING 1
+            )
+            SELECT count(*) FROM slot_freed
+            """)
+        return try freed.first!.decode(0)
     }
 }

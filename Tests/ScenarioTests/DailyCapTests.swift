@@ -76,6 +76,28 @@ import TestSupport
         #expect(try f.count("daily_push_slots") == 1)
     }
 
+    /// A higher-priority push cancelled by the recheck of its batch (its assignment acknowledged while the job
+    /// decided) takes no slot: the waiting push it would have displaced still goes out. Both were cancelled,
+    /// and the mentor got neither push.
+    @Test func aPushCancelledAsItsBatchIsRecordedDisplacesNone() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        try run("inactivity-check")
+        #expect(try pushes(kari) == ["inactivity:pending"])
+        let assignment: UUID = try f.connection.query("SELECT id FROM assignments WHERE mentor_id = \(kari)").first!.decode(0)
+        let result = try Jobs.runDecidingWhile(db, f, "assignment-follow-up") {
+            try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try pushes(kari) == ["assignment_follow_up:cancelled", "inactivity:pending"], "the reminder keeps its push")
+        #expect(result.summary?["displaced"] == nil, "\(result.stdout)")
+        let slots: [String] = try f.connection.query("SELECT scenario FROM daily_push_slots WHERE user_id = \(kari)").map { try $0.decode(0) }
+        #expect(slots == ["inactivity"])
+        let detail: String = try f.connection.query("""
+            SELECT detail FROM decisions WHERE user_id = \(kari) AND scenario = 'assignment_follow_up'
+            """).first!.decode(0)
+        #expect(!detail.contains("took the daily slot"), "\(detail)")
+    }
+
     /// A push-only notification (not listed in the inbox) that gives its slot away loses its push: it is then
     /// listed in the inbox, or the user would never see it at all.
     @Test func aPushOnlyNotificationThatGivesItsSlotAwayIsListedInTheInbox() throws {

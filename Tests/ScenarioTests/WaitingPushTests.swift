@@ -33,19 +33,6 @@ import TestSupport
             """).map { try $0.decode(0) }
     }
 
-    /// Runs `job` (as of the fixtures' now) up to the write of its first batch, held there by a gate (deliveries
-    /// locked against writes; reads go on), does `meanwhile` as the app would, then lets it record.
-    func runDecidingWhile(_ job: String, meanwhile: () throws -> Void) throws -> ProcessRunner.Result {
-        let gate = try db.connect()
-        try gate.execute("BEGIN")
-        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
-        let running = try ProcessRunner.start(Paths.executable(job), ["--now", Jobs.iso(f.now), "--database-url", db.url])
-        #expect(try f.waitForLockWaiters(1) == 1, "the job reached the gate")
-        try meanwhile()
-        try gate.execute("COMMIT")
-        return try running.wait()
-    }
-
     /// The cancellation as the delivery's history shows it, and nothing left in the queue.
     func cancelledBecause(_ user: UUID) throws -> String? {
         let queued: Int = try f.connection.query("""
@@ -67,7 +54,7 @@ import TestSupport
         let names = ["Kari", "Ola", "Per", "Anne", "Liv", "Eva"]
         var mentor: [String: UUID] = [:]
         for name in names { mentor[name] = try f.mentor(org, name, lastActivityDaysAgo: 20) }
-        let result = try runDecidingWhile("inactivity-check") {
+        let result = try Jobs.runDecidingWhile(db, f, "inactivity-check") {
             // A pause from the app's now: after the batch's transaction began (the check reads the clock, not its now()).
             try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor["Kari"]!), now(), 'ferie')")
             try f.preferences(mentor["Ola"]!, master: false)
@@ -99,7 +86,7 @@ import TestSupport
         try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, daily_push_cap) VALUES (\(org), 1)")
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
         let eva = try f.mentor(org, "Eva", lastActivityDaysAgo: 20)
-        let result = try runDecidingWhile("inactivity-check") {
+        let result = try Jobs.runDecidingWhile(db, f, "inactivity-check") {
             try f.connection.execute("UPDATE device_tokens SET retired_at = now(), retired_reason = 'Unregistered' WHERE user_id = \(kari)")
         }
         #expect(result.status == 0, "\(result.stderr)")
@@ -119,7 +106,7 @@ import TestSupport
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
         let linda = try f.user(org, "Linda", role: "coordinator")
         let assignment = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 12)
-        let result = try runDecidingWhile("assignment-follow-up") {
+        let result = try Jobs.runDecidingWhile(db, f, "assignment-follow-up") {
             try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
         }
         #expect(result.status == 0, "\(result.stderr)")

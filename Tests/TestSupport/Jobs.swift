@@ -40,6 +40,25 @@ public enum Jobs {
         try run("push-deliver", extra, database: database, environment: environment)
     }
 
+    /// Runs `job` (as of the fixtures' now) up to the write of its first batch, held there by a gate (deliveries
+    /// locked against writes; reads go on), does `meanwhile` as the app would, then lets it record.
+    public static func runDecidingWhile(_ database: TestDatabase, _ f: Fixtures, _ job: String,
+                                        meanwhile: () throws -> Void) throws -> ProcessRunner.Result {
+        let gate = try database.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+        let running = try ProcessRunner.start(Paths.executable(job), ["--now", iso(f.now), "--database-url", database.url])
+        guard try f.waitForLockWaiters(1) == 1 else { throw GateNotReached(job: job) }
+        try meanwhile()
+        try gate.execute("COMMIT")
+        return try running.wait()
+    }
+
+    public struct GateNotReached: Error, CustomStringConvertible {
+        public let job: String
+        public var description: String { "\(job) did not reach the gate (no lock waiter within the timeout)" }
+    }
+
     public static func iso(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         return formatter.string(from: date)
