@@ -76,6 +76,38 @@ import TestSupport
         #expect(try listedInInbox(ola) == [false], "his other phone got it")
     }
 
+    /// A push-only notification whose two phones' pushes fail in two transactions at once (two workers): the
+    /// first, not yet committed, saw the second push still waiting; the second found the notification's row
+    /// taken by the first and skipped its check. Nobody listed it, and Kari never heard of it. The skipped
+    /// check is written down (migration 0032) and push-deliver makes it at the end of its next run.
+    @Test func pushOnlyWhosePushesFailInTwoTransactionsAtOnceJoinsTheInbox() throws {
+        try channels("push_only")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 0)
+        let first = try f.device(kari)
+        let second = try f.device(kari)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0) // no push settings: both pushes wait
+        let worker = try db.connect()
+        try worker.execute("BEGIN")
+        try worker.execute("""
+            WITH q AS (DELETE FROM delivery_queue q USING deliveries d
+                        WHERE d.id = q.delivery_id AND d.device_token_id = \(first.id) RETURNING q.delivery_id)
+            UPDATE deliveries SET state = 'failed' WHERE id IN (SELECT delivery_id FROM q)
+            """)
+        let push = try PushEnvironment()
+        push.server.setToken(second.token, .unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        try worker.execute("COMMIT")
+        #expect(try f.deliveryStates(kari) == ["failed", "failed"])
+        #expect(try listedInInbox(kari) == [false], "neither transaction could list it")
+
+        let next = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try listedInInbox(kari) == [true], "the next run made the skipped check")
+        #expect(next.stderr.contains("listed 1 push-only notification(s)"), "\(next.stderr)")
+        #expect(try f.count("unpushed_checks") == 0)
+    }
+
     /// A push-only notification whose one push was waiting when its phone moved to another user (somebody
     /// else signed in on it): the push is cancelled (migration 0025) and the notification listed (0026).
     @Test func pushOnlyWhosePhoneMovedToAnotherUserJoinsTheInbox() throws {
