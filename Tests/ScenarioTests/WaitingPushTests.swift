@@ -115,6 +115,37 @@ import TestSupport
         #expect(try cancelledBecause(kari) == "the assignment was acknowledged before the push went out")
     }
 
+    /// The recheck finds a push's assignment by its key: joined on `'assignment:' || a.id` (no index serves it),
+    /// every batch that queued pushes read the whole assignments table, which is never pruned (migration 0033).
+    /// With sequential scans priced out, the recheck of a follow-up still reads assignments without one.
+    @Test func theRecheckFindsTheAssignmentByItsKeyNotByReadingEveryAssignment() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        for days in [1.0, 2, 3] { try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: days) }
+        let assignment = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 12)
+        try f.connection.execute("INSERT INTO assignment_read_receipts (assignment_id) VALUES (\(assignment))")
+        let notification: UUID = try f.connection.query("""
+            INSERT INTO notifications (user_id, category, title, body, dedupe_key, subject)
+            VALUES (\(kari), 'assignment_follow_up', 't', 'b', 'k', \("assignment:\(assignment.uuidString.lowercased())")) RETURNING id
+            """).first!.decode(0)
+        let delivery: Int = try f.connection.query("""
+            INSERT INTO deliveries (notification_id, device_token_id) SELECT \(notification), id FROM device_tokens WHERE user_id = \(kari) RETURNING id
+            """).first!.decode(0)
+        try f.connection.execute("INSERT INTO delivery_queue (delivery_id, provider) VALUES (\(delivery), 'apns')")
+        let session = try db.connect()
+        let sequentialScans = { () throws -> Int in
+            try session.execute("SELECT pg_stat_force_next_flush()")
+            return try session.query("SELECT seq_scan::int FROM pg_stat_user_tables WHERE relname = 'assignments'").first!.decode(0)
+        }
+        let before = try sequentialScans()
+        try session.execute("SET enable_seqscan = off")
+        try session.execute("SELECT cancel_unwanted_new_pushes(ARRAY[\(notification)]::uuid[])")
+        try session.execute("RESET enable_seqscan")
+        #expect(try sequentialScans() == before, "assignments read from start to end")
+        #expect(try states(of: kari) == ["cancelled"], "the acknowledged assignment's push, found")
+        #expect(try cancelledBecause(kari) == "the assignment was acknowledged before the push went out")
+    }
+
     @Test func switchingPushesOffCancelsTheWaitingPushAndKeepsTheInboxRow() throws {
         let kari = try remindedWithAPushWaiting()
         let ola = try remindedWithAPushWaiting("Ola")
