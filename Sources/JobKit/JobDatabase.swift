@@ -16,10 +16,10 @@ public enum JobDatabase {
     /// Opens a connection: a malformed URL exits 78, a server that cannot be reached 69, each with
     /// libpq's message (never the URL's password).
     public static func connect(url: String?, name: String, statementTimeout: Int = defaultStatementTimeout) throws -> Connection {
-        if url?.isEmpty == true {
+        if url?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty == true {
             // An empty flag is refused when the flags are read (64): this is `DATABASE_URL=''` (a line of an environment
             // file, a unit), a mistake, not a wish for libpq's defaults, which may reach another database.
-            throw JobFailure(.config, "DATABASE_URL is set but empty: give the database's URL (postgresql://…), or unset it to use libpq's PG* variables")
+            throw JobFailure(.config, "DATABASE_URL is set but empty (or blank): give the database's URL (postgresql://…), or unset it to use libpq's PG* variables")
         }
         do {
             return try Connection(url: url, applicationName: name, statementTimeout: .seconds(statementTimeout))

@@ -16,19 +16,17 @@ enum ConnectionString {
         return nil
     }
 
-    /// `message` with the connection string itself and each password in it replaced by `***`, and with every
-    /// piece libpq quoted that may hold part of a password: a malformed string is split where libpq sees fit
-    /// (a `/` in a URL's password ends its host part, a space ends a keyword's value), so the piece it quotes
-    /// is often a fragment of the password rather than the whole.
+    /// `message` with the connection string itself replaced by `***`, and every piece libpq quoted that may
+    /// hold part of a password: a malformed string is split where libpq sees fit (a `/` in a URL's password
+    /// ends its host part, a space ends a keyword's value), so the piece it quotes is often a fragment of the
+    /// password rather than the whole. libpq and the server put what they echo of a connection string in
+    /// quotes; the rest of the message is their own words, left alone: replacing a password wherever it
+    /// occurred masked "failed" in "authentication failed" (or every "a"), which told the password to whoever
+    /// read the message, and hid the refusal from the exit code.
     static func redact(_ message: String, connectionString: String) -> String {
-        var redacted = message
         let candidates = passwords(in: connectionString).filter { !$0.isEmpty }
-        let secrets = [connectionString] + candidates
-        // Longest first, so a password inside the whole string does not leave the rest of it behind.
-        for secret in secrets.filter({ !$0.isEmpty }).sorted(by: { $0.count > $1.count }) {
-            redacted = redacted.replacingOccurrences(of: secret, with: "***")
-        }
-        return redactQuoted(redacted, candidates: candidates)
+        guard !candidates.isEmpty else { return message }
+        return redactQuoted(message.replacingOccurrences(of: connectionString, with: "***"), candidates: candidates)
     }
 
     /// Replaces each double-quoted piece of `message` that shares a part with a password candidate (holds

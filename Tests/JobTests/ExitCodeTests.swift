@@ -174,6 +174,23 @@ import TestSupport
         #expect(missing.stderr.contains(#"database "no_such_database" does not exist"#) && missing.stderr.contains("check the database name"), "\(missing.stderr)")
     }
 
+    /// A password that is also a word of the server's answer ("role", "exist") was masked wherever it occurred:
+    /// `FATAL:  *** "no_such_***" does not ***`, which told the password to whoever read it, and hid the
+    /// refusal, so the run exited 69 (to be retried for ever) instead of 77. The same for a blank DATABASE_URL,
+    /// read as a database named " " (69) instead of refused as empty (78).
+    @Test(arguments: ["role", "exist", "a"])
+    func aPasswordThatIsAWordOfTheAnswerIsNeitherMaskedInItNorHidesTheRefusal(password: String) throws {
+        var components = URLComponents(string: try TestCluster.shared().url(database: "postgres", user: "no_such_role"))!
+        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "password", value: password)]
+        let refused = try Jobs.run("inactivity-check", ["--database-url", components.string!], database: nil)
+        #expect(refused.status == 77, "stderr: \(refused.stderr)")
+        // A quoted value that holds the password is still masked (the role name, when the password is "role").
+        #expect(refused.stderr.contains(#"FATAL:  role ""#) && refused.stderr.contains(#"" does not exist (the server refused the login"#), "\(refused.stderr)")
+        let blank = try Jobs.run("inactivity-check", ["--dry-run"], database: nil, environment: ["DATABASE_URL": " "])
+        #expect(blank.status == 78, "stderr: \(blank.stderr)")
+        #expect(blank.stderr.contains("DATABASE_URL is set but empty"), "\(blank.stderr)")
+    }
+
     /// A service degraded batch after batch by a provider down all night: each batch's sentence carries its own
     /// counts, so none repeated another, and the run's message (its summary line, `job_runs.error`) grew by one
     /// per batch, to megabytes. Past 4 KB the later ones are counted, not kept; one said before is not said again.
