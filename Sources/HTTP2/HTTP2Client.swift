@@ -318,6 +318,8 @@ public final class HTTP2Client {
                 return .failure(HTTPTransportError(.connect, "\(HTTP2Client.origin(url)): cannot connect: \(detail)"))
             case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
                 return .failure(HTTPTransportError(.untrusted, "\(HTTP2Client.origin(url)): TLS refused: \(detail) (check PUSH_CA_FILE, or a proxy that intercepts TLS)"))
+            case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+                return .failure(HTTPTransportError(.unusableURL, "\(HTTP2Client.origin(url)): libcurl cannot use the URL: \(detail) (curl \(code.rawValue); check the endpoint setting)"))
             default:
                 return .failure(HTTPTransportError(.broken, "\(HTTP2Client.origin(url)): \(detail) (curl \(code.rawValue))"))
             }

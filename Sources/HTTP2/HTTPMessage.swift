@@ -64,6 +64,9 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case timeout
         /// The server does not speak HTTP/2 (APNs refuses HTTP/1.1; so do we).
         case notHTTP2
+        /// libcurl cannot use the request's URL (a port out of range, a scheme it does not support): it comes
+        /// from our settings, and nothing went out.
+        case unusableURL
         /// The connection broke mid-request (reset, GOAWAY, protocol error).
         case broken
         /// Never started, so nothing was sent: its ``HTTPRequest/startBy`` passed while it waited, or the client
@@ -74,9 +77,9 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     public var kind: Kind
     public var message: String
 
-    /// Our setup is at fault (a libcurl without HTTP/2, a CA file that cannot verify the server): trying
-    /// again cannot help.
-    public var isOurSetup: Bool { kind == .notHTTP2 || kind == .untrusted }
+    /// Our setup is at fault (a libcurl without HTTP/2, a CA file that cannot verify the server, an endpoint
+    /// libcurl cannot use): trying again cannot help.
+    public var isOurSetup: Bool { kind == .notHTTP2 || kind == .untrusted || kind == .unusableURL }
 
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind

@@ -1304,8 +1304,21 @@ import TestSupport
         environment["APNS_ENDPOINT"] = endpoint
         let result = try Jobs.pushDeliver(db, environment: environment)
         #expect(result.status == 78, "\(result.stderr)")
-        #expect(result.stderr.contains("APNS_ENDPOINT: must be an https URL with no user or password"), "\(result.stderr)")
+        #expect(result.stderr.contains("APNS_ENDPOINT: must be an https URL of a host"), "\(result.stderr)")
         #expect(!result.stderr.contains("secret") && !result.stdout.contains("secret"), "\(result.stderr)")
+    }
+
+    /// A port out of range passed the check, and every push failed with a curl error (3, a malformed URL) taken
+    /// for the provider's trouble: an attempt each, run after run, until the pushes were dead.
+    @Test(arguments: ["https://127.0.0.1:99999", "https://127.0.0.1:0", "https://127.0.0.1?x=1"])
+    func anEndpointWithAPortOutOfRangeIsRefusedBeforeAnyAttempt(endpoint: String) throws {
+        _ = try pendingNotifications([("A", 1)])
+        var environment = push.variables
+        environment["APNS_ENDPOINT"] = endpoint
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("APNS_ENDPOINT: must be an https URL of a host (a port from 1 to 65535"), "\(result.stderr)")
+        #expect(try states() == ["pending": 1], "no attempt spent")
     }
 
     @Test func aWrongEndpointStopsTheProviderWith78AndLosesNothing() throws {

@@ -100,7 +100,8 @@ import _CryptoExtras
 
     /// token_uri is where the signed assertion goes: only an https URL of a host, with no user or password.
     @Test(arguments: ["http://oauth2.googleapis.com/token", "https://user:pw@oauth2.googleapis.com/token", "https:///token",
-                      "https://oauth2.googleapis.com/token#x", "oauth2.googleapis.com/token"])
+                      "https://oauth2.googleapis.com/token#x", "oauth2.googleapis.com/token", "https://oauth2.googleapis.com:99999/token",
+                      "https://oauth2.googleapis.com:0/token"])
     func aTokenURIThatIsNoHTTPSURLOfAHostIsRefused(uri: String) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

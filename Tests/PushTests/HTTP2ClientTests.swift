@@ -35,6 +35,16 @@ import TestSupport
         }
     }
 
+    /// A URL libcurl cannot use (a port out of range) is our setting at fault, and nothing went out: it was taken
+    /// for a broken connection, the provider's trouble, and each push spent an attempt on it.
+    @Test func aURLLibcurlCannotUseIsOurSetupNotABrokenConnection() throws {
+        let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile))
+        let results = client.send([HTTPRequest(url: "https://127.0.0.1:99999/3/device/ab", headers: [], body: [])])
+        guard case .failure(let error) = results.first else { Issue.record("\(results)"); return }
+        #expect(error.isOurSetup && error.kind == .unusableURL, "\(error)")
+        #expect(push.server.requests().isEmpty)
+    }
+
     @Test func manyRequestsAreMultiplexedOverOneTLSConnection() throws {
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile, window: 50))
         let requests = try apnsRequests(310)  // one provider token for all
