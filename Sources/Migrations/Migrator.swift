@@ -49,7 +49,7 @@ public struct Migrator {
     /// The executable is found from /proc/self/exe: `CommandLine.arguments[0]` is only "migrate" when it is run
     /// by name from PATH, which resolved against the working folder all the same.
     public static func defaultDirectory(executable: String = Migrator.executablePath()) -> URL? {
-        if let env = ProcessInfo.processInfo.environment["MIGRATIONS_DIR"], !env.isEmpty {
+        if let env = ProcessInfo.processInfo.environment["MIGRATIONS_DIR"], !env.trimmingCharacters(in: .whitespaces).isEmpty {
             return URL(fileURLWithPath: env)
         }
         guard executable.hasPrefix("/") else { return nil }

@@ -28,6 +28,11 @@ struct MigrateCommand: ParsableCommand {
 
     func validate() throws {
         try JobDatabase.validateURLFlag(databaseURL)
+        // An empty path is the working folder (`--migrations-dir "$DIR"` with DIR unset): SQL run with the
+        // migration role's rights from wherever migrate was started.
+        if let migrationsDir, migrationsDir.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--migrations-dir is empty: give the folder of NNNN_name.sql files, or leave the flag out")
+        }
         if statementTimeout != 0 { try JobDatabase.validateStatementTimeout(statementTimeout) }
         guard (0...3600).contains(lockTimeout) else { throw ValidationError("--lock-timeout must be from 0 to 3600 seconds") }
     }

@@ -73,6 +73,27 @@ import TestSupport
         #expect(!planted)
     }
 
+    /// `--migrations-dir ""` (`"$DIR"` with DIR unset) meant the working folder: from one holding a planted
+    /// `9999_planted.sql`, it would have applied it. Refused as a bad flag; a blank MIGRATIONS_DIR is unset.
+    @Test func anEmptyMigrationsDirIsRefusedNotTheWorkingFolder() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("work-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        try "CREATE TABLE planted (x int);".write(to: work.appendingPathComponent("9999_planted.sql"), atomically: true, encoding: .utf8)
+        let command = "cd \"$1\" && exec \"$2\" --database-url \"$3\" --migrations-dir \"$4\""
+        for flag in ["", " "] {
+            let result = try ProcessRunner.run("/bin/sh", ["-c", command, "sh", work.path, Paths.executable("migrate"), db.url, flag])
+            #expect(result.status == 64, "\(result.stdout) \(result.stderr)")
+            #expect(result.stderr.contains("--migrations-dir is empty"), "\(result.stderr)")
+        }
+        let blank = try ProcessRunner.run("/bin/sh", ["-c", "cd \"$1\" && MIGRATIONS_DIR=' ' exec \"$2\" --database-url \"$3\"", "sh",
+                                                      work.path, Paths.executable("migrate"), db.url])
+        #expect(blank.status == 0, "\(blank.stderr)")
+        let planted: Bool = try db.connect().query("SELECT to_regclass('planted') IS NOT NULL").first!.decode(0)
+        #expect(!planted)
+    }
+
     /// A dry run only reads: it waited behind a real migrate's lock (an index build, for as long) and held
     /// off one started while it looked. It takes no lock.
     @Test func aDryRunDoesNotWaitForARunningMigrate() throws {
