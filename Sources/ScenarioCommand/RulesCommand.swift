@@ -41,7 +41,7 @@ public struct RulesCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
-    @Option(help: ArgumentHelp("Evaluate the what-if as of this instant (ISO 8601).", valueName: "instant"))
+    @Option(help: ArgumentHelp("Evaluate the what-if as of this instant (ISO 8601, years 1970 to 9000).", valueName: "instant"))
     var now: Instant?
 
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))

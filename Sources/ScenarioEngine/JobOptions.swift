@@ -12,7 +12,7 @@ public struct SharedJobFlags: ParsableArguments, Sendable {
     @Option(name: .long, help: "Output format for the plan: text or json (one object per line).")
     public var format: OutputFormat = .text
 
-    @Option(name: .long, help: ArgumentHelp("Evaluate as of this instant instead of now (ISO 8601, e.g. 2026-11-22T08:00:00Z; without an offset, UTC). A real run may not be ahead of the clock; --dry-run may.", valueName: "instant"))
+    @Option(name: .long, help: ArgumentHelp("Evaluate as of this instant instead of now (ISO 8601, e.g. 2026-11-22T08:00:00Z; without an offset, UTC; years 1970 to 9000). A real run may not be ahead of the clock; --dry-run may.", valueName: "instant"))
     public var now: Instant?
 
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL or key=value string. Default: $DATABASE_URL, else libpq's PG* variables, service file and .pgpass.", valueName: "url"))

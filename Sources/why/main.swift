@@ -23,7 +23,7 @@ struct WhyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only this scenario's decisions and notifications (inactivity, assignment_follow_up, …).", valueName: "key"))
     var scenario: String?
 
-    @Option(name: .long, help: ArgumentHelp("Only decisions and notifications from this instant on (ISO 8601: 2026-11-01 or 2026-11-01T08:00:00Z); a notification's deliveries and events come with it.", valueName: "date"))
+    @Option(name: .long, help: ArgumentHelp("Only decisions and notifications from this instant on (ISO 8601: 2026-11-01 or 2026-11-01T08:00:00Z; years 1970 to 9000); a notification's deliveries and events come with it.", valueName: "date"))
     var since: Instant?
 
     @Option(name: .long, help: "text (for a person) or json (one object, for tools).")

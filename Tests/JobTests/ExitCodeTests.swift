@@ -298,6 +298,19 @@ import TestSupport
         #expect(result.status == 0, "stderr: \(result.stderr)")
     }
 
+    /// Year 0 (or a year 1 a job counts days back from) reached PostgreSQL as a date out of its range and ended
+    /// the run as "a bug" (70): a bad flag (64), named, before anything is opened.
+    @Test(arguments: ["0000-01-01", "0001-01-01", "1969-12-31T23:59:59Z", "9001-01-01"])
+    func anInstantOutsideTheYearsAJobCanCountFromIsABadFlag(instant: String) throws {
+        let user = "00000000-0000-4000-8000-000000000001"
+        for (job, arguments) in [("inactivity-check", ["--dry-run", "--now", instant]), ("impact-summary", ["--now", instant]),
+                                 ("why", [user, "--since", instant]), ("rules", ["--dry-run", "--set", "inactivity.threshold_days=7", "--now", instant])] {
+            let result = try Jobs.run(job, arguments, database: nil)
+            #expect(result.status == 64, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("The value '\(instant)' is invalid for '--"), "\(job): \(result.stderr)")
+        }
+    }
+
     @Test func helpListsTheSharedFlags() throws {
         let result = try Jobs.run("inactivity-check", ["--help"], database: nil)
         #expect(result.status == 0)
