@@ -55,7 +55,17 @@ public struct RulesCommand: ParsableCommand {
     public func validate() throws {
         if !proposals.isEmpty && !dryRun { throw ValidationError("--set proposes a change and saves nothing: add --dry-run") }
         if dryRun && proposals.isEmpty { throw ValidationError("--dry-run needs at least one --set scenario.key=value") }
-        for proposal in proposals { _ = try Self.parse(proposal) }
+        // Each of these was ignored without a word: the answer was to another question than the one asked.
+        if checkRules && dryRun {
+            throw ValidationError("--validate checks the rules as they are and --dry-run --set counts a proposal: give one of them")
+        }
+        if now != nil && !dryRun { throw ValidationError("--now is the instant of the what-if: use it with --dry-run --set") }
+        for proposal in proposals {
+            let (key, _, _) = try Self.parse(proposal)
+            if let scenario, key != scenario {
+                throw ValidationError("--set \(proposal): --scenario \(scenario) names another scenario (the what-if counts the scenarios it sets)")
+            }
+        }
         try JobDatabase.validateURLFlag(databaseURL)
     }
 
@@ -65,9 +75,19 @@ public struct RulesCommand: ParsableCommand {
             throw ValidationError("--set \(proposal): expected scenario.key=value, e.g. inactivity.threshold_days=7")
         }
         let value = String(proposal[proposal.index(after: equals)...])
-        guard (try? JSONSerialization.jsonObject(with: Data(value.utf8), options: .fragmentsAllowed)) != nil else {
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(value.utf8), options: .fragmentsAllowed) else {
             throw ValidationError("--set \(proposal): the value must be JSON (7, [25, 50], \"text\")")
         }
+        // PostgreSQL's jsonb refuses a NUL (\u0000) in a string: it ended the what-if as a bug (70).
+        func holdsNUL(_ value: Any) -> Bool {
+            switch value {
+            case let text as String: return text.contains("\u{0}")
+            case let array as [Any]: return array.contains(where: holdsNUL)
+            case let object as [String: Any]: return object.contains { holdsNUL($0.key) || holdsNUL($0.value) }
+            default: return false
+            }
+        }
+        if holdsNUL(parsed) { throw ValidationError("--set \(proposal): the value holds a NUL character (\\u0000), which the database cannot store") }
         return (String(proposal[..<dot]), String(proposal[proposal.index(after: dot)..<equals]), value)
     }
 
@@ -101,7 +121,9 @@ public struct RulesCommand: ParsableCommand {
             } else if checkRules {
                 var invalid = 0
                 for scenario in selected { invalid += try check(scenario, organizations: ids, connection: connection) }
-                Output.line(invalid == 0 ? "every organization's rules are valid" : "\(invalid) invalid rule(s) (above): the jobs skip those organizations")
+                if format == .text {
+                    Output.line(invalid == 0 ? "every organization's rules are valid" : "\(invalid) invalid rule(s) (above): the jobs skip those organizations")
+                }
                 if invalid > 0 { run.degrade(.config, "\(invalid) organization rule(s) are invalid") }
                 run.counts = { var writer = JSONWriter(); writer.add("invalid", invalid); return writer }
             } else {
@@ -113,7 +135,16 @@ public struct RulesCommand: ParsableCommand {
     /// The organizations whose rule for `scenario` the jobs would refuse, printed; returns how many.
     func check<S: Scenario>(_ scenario: S, organizations: [UUID], connection: Connection) throws -> Int {
         let (_, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)
-        for failure in invalid { Output.line("INVALID \(failure.message)") }
+        for failure in invalid {
+            switch format {
+            case .text: Output.line("INVALID \(failure.message)")
+            case .json:
+                var writer = JSONWriter()
+                writer.add("scenario", scenario.key)
+                writer.add("invalid", failure.message)
+                Output.line(writer.json)
+            }
+        }
         return invalid.count
     }
 

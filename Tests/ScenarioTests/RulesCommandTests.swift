@@ -55,6 +55,12 @@ import TestSupport
         let result = try Jobs.run("rules", ["--validate"], database: db)
         #expect(result.status == 78)
         #expect(result.stdout.contains("INVALID") && result.stdout.contains("threshold_dayz"), "\(result.stdout)")
+        // As JSON lines, for tools (it printed text whatever --format said).
+        let validated = try Jobs.run("rules", ["--validate", "--format", "json"], database: db)
+        #expect(validated.status == 78)
+        let first = try #require(validated.stdout.split(separator: "\n").first.map(String.init))
+        let object = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any]
+        #expect(object?["scenario"] as? String == "inactivity" && (object?["invalid"] as? String)?.contains("threshold_dayz") == true, "\(validated.stdout)")
         // The listing and `why` say so beside the rule (they showed it as if in force).
         let listed = try Jobs.run("rules", ["--org", org.uuidString], database: db)
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -122,6 +128,13 @@ import TestSupport
         (["--dry-run", "--set", "nosuch.key=1"], "no such scenario"),
         (["--set", "inactivity.threshold_days=7"], "add --dry-run"),
         (["--dry-run", "--set", "inactivity=7"], "expected scenario.key=value"),
+        // Contradictions that were ignored without a word.
+        (["--validate", "--dry-run", "--set", "inactivity.threshold_days=7"], "give one of them"),
+        (["--now", "2026-11-01"], "--now is the instant of the what-if"),
+        (["--scenario", "milestone", "--dry-run", "--set", "inactivity.threshold_days=7"], "--scenario milestone names another scenario"),
+        // jsonb refuses a NUL: it ended the what-if as a bug (70).
+        (["--dry-run", "--set", #"inactivity.threshold_days="\u0000""#], "holds a NUL character"),
+        (["--dry-run", "--set", #"inactivity.threshold_days={"a":["\u0000"]}"#], "holds a NUL character"),
     ])
     func aBadProposalExits64(arguments: [String], message: String) throws {
         let result = try Jobs.run("rules", arguments, database: db)
