@@ -39,5 +39,16 @@ public struct DeliveryOptions: ParsableArguments, Sendable {
         for (flag, value) in flags where value?.trimmingCharacters(in: .whitespaces).isEmpty == true {
             throw ValidationError("\(flag) is empty: give a value, or leave the flag out to use the environment")
         }
+        // A bad flag is a usage error (64), named as the flag; the same value from the environment is a
+        // configuration error (78, `PushSettings.load`).
+        if let n = pushConcurrency, !DeliveryOptions.concurrencies.contains(n) {
+            throw ValidationError("--push-concurrency must be from 1 to 1000, got \(n)")
+        }
+        if let n = pushMaxAttempts, !DeliveryOptions.maxAttempts.contains(n) {
+            throw ValidationError("--push-max-attempts must be from 1 to 100, got \(n)")
+        }
     }
+
+    static let concurrencies = 1...1000
+    static let maxAttempts = 1...100
 }

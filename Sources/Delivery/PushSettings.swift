@@ -99,11 +99,11 @@ public struct PushSettings: Sendable {
             settings.http.caFile = ca
         }
         if let text = options.pushConcurrency.map(String.init) ?? environment["PUSH_CONCURRENCY"], !text.isEmpty {
-            guard let n = Int(text), (1...1000).contains(n) else { throw JobFailure(.config, "PUSH_CONCURRENCY: must be a number from 1 to 1000, got \(text)") }
+            guard let n = Int(text), DeliveryOptions.concurrencies.contains(n) else { throw JobFailure(.config, "PUSH_CONCURRENCY: must be a number from 1 to 1000, got \(text)") }
             settings.http.window = n
         }
         if let text = options.pushMaxAttempts.map(String.init) ?? environment["PUSH_MAX_ATTEMPTS"], !text.isEmpty {
-            guard let n = Int(text), (1...100).contains(n) else { throw JobFailure(.config, "PUSH_MAX_ATTEMPTS: must be a number from 1 to 100, got \(text)") }
+            guard let n = Int(text), DeliveryOptions.maxAttempts.contains(n) else { throw JobFailure(.config, "PUSH_MAX_ATTEMPTS: must be a number from 1 to 100, got \(text)") }
             settings.maxAttempts = n
         }
         if let ca = settings.http.caFile {

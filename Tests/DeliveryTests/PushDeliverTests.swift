@@ -1308,6 +1308,20 @@ import TestSupport
         #expect(!result.stderr.contains("secret") && !result.stdout.contains("secret"), "\(result.stderr)")
     }
 
+    /// A flag out of range exited 78 named as its variable (`PUSH_CONCURRENCY: must be…`): a bad flag is a usage
+    /// error (64) named as the flag; the variable keeps its 78.
+    @Test(arguments: [(["--push-concurrency", "0"], "--push-concurrency must be from 1 to 1000"),
+                      (["--push-max-attempts", "1000"], "--push-max-attempts must be from 1 to 100")])
+    func aPushFlagOutOfRangeIsABadFlag(arguments: [String], message: String) throws {
+        let result = try Jobs.pushDeliver(db, ["--dry-run"] + arguments, environment: push.variables)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        var environment = push.variables
+        environment["PUSH_MAX_ATTEMPTS"] = "1000"
+        let variable = try Jobs.pushDeliver(db, ["--dry-run"], environment: environment)
+        #expect(variable.status == 78 && variable.stderr.contains("PUSH_MAX_ATTEMPTS: must be a number from 1 to 100"), "\(variable.stderr)")
+    }
+
     /// A port out of range passed the check, and every push failed with a curl error (3, a malformed URL) taken
     /// for the provider's trouble: an attempt each, run after run, until the pushes were dead.
     @Test(arguments: ["https://127.0.0.1:99999", "https://127.0.0.1:0", "https://127.0.0.1?x=1"])
