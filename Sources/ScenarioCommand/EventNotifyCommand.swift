@@ -46,7 +46,11 @@ public struct EventNotifyCommand: ParsableCommand {
         guard pollInterval >= 0.05 && pollInterval <= 3600 else { throw ValidationError("--poll-interval must be from 0.05 to 3600 seconds") }
         guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size must be from 1 to 10000") }
         guard (1...3650).contains(retentionDays) else { throw ValidationError("--retention-days must be from 1 to 3650") }
-        try options.refuseNowAheadOfTheClock()
+        // An event is handled when it is processed: a real run as of another instant backdated its notification
+        // and put its push due then (a catch-up means nothing to a service that takes events as they come).
+        if !options.dryRun && options.now != nil {
+            throw ValidationError("--now is for --dry-run only: event-notify handles each event as of when it processes it")
+        }
     }
 
     /// Parses the command line, runs until stopped (or drained, with `--once`) and exits with its status.

@@ -24,6 +24,16 @@ import TestSupport
         return result
     }
 
+    /// A real run as of a past instant wrote its notification dated then ("pause from 27.11.2026" created in
+    /// 2020) with its push due then. `--now` is for the dry run only.
+    @Test func aRealRunAsOfAnotherInstantIsABadFlag() throws {
+        try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let result = try Jobs.run("event-notify", ["--once", "--now", "2020-01-01T00:00:00Z"], database: db)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--now is for --dry-run only"), "\(result.stderr)")
+        #expect(try Jobs.run("event-notify", ["--once", "--dry-run", "--now", "2020-01-01T00:00:00Z"], database: db).status == 0)
+    }
+
     func pending(_ kind: String? = nil) throws -> Int {
         try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NULL AND kind = coalesce(\(kind), kind)").first!.decode(0)
     }
