@@ -39,6 +39,13 @@ struct FakePushCommand: ParsableCommand {
     @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
     var printPushes = false
 
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be from 0 to 65535 (0 picks a free one)") }
+        if let threads, !(1...64).contains(threads) { throw ValidationError("--threads must be from 1 to 64") }
+        guard latency.isFinite && (0...60_000).contains(latency) else { throw ValidationError("--latency must be from 0 to 60000 milliseconds") }
+        guard (0...86_400).contains(oauthTokenLifetime) else { throw ValidationError("--oauth-token-lifetime must be from 0 to 86400 seconds") }
+    }
+
     func run() throws {
         let configuration: FakePushServer.Configuration
         do {

@@ -27,6 +27,12 @@ struct PushBenchCommand: ParsableCommand {
 
     @Option(help: "Connections side by side, each on its own thread (push-deliver --workers).") var workers: Int = 1
 
+    func validate() throws {
+        guard (1...10_000_000).contains(count) else { throw ValidationError("--count must be from 1 to 10000000") }
+        guard (1...1000).contains(window) else { throw ValidationError("--window must be from 1 to 1000 (push-deliver's PUSH_CONCURRENCY)") }
+        guard (1...32).contains(workers) else { throw ValidationError("--workers must be from 1 to 32") }
+    }
+
     func run() throws {
         // The device tokens, made before the clock starts: in production they arrive as column values.
         let tokens = (0..<count).map { provider == "apns" ? PushBenchCommand.apnsToken($0) : PushBenchCommand.fcmToken($0) }

@@ -311,6 +311,22 @@ import TestSupport
         }
     }
 
+    /// The developer tools took anything: fake-push listened on port 34463 for --port 99999 and crashed (132)
+    /// on --threads 100000; push-bench crashed on --count -1 and reported "0 ok" for --window 0.
+    @Test(arguments: [
+        ("fake-push", ["--port", "99999"], "--port must be from 0 to 65535"),
+        ("fake-push", ["--threads", "100000"], "--threads must be from 1 to 64"),
+        ("fake-push", ["--latency", "nan"], "--latency must be from 0 to 60000"),
+        ("push-bench", ["--count=-1"], "--count must be from 1"),
+        ("push-bench", ["--window", "0"], "--window must be from 1 to 1000"),
+    ])
+    func aDeveloperToolsFlagOutOfRangeIsABadFlag(tool: String, arguments: [String], message: String) throws {
+        let required = tool == "fake-push" ? ["--cert", "/nonexistent/cert.pem", "--key", "/nonexistent/key.pem"] : ["--endpoint", "https://127.0.0.1:1"]
+        let result = try ProcessRunner.run(Paths.executable(tool), required + arguments)
+        #expect(result.status == 64, "\(tool): \(result.stderr)")
+        #expect(result.stderr.contains(message), "\(tool): \(result.stderr)")
+    }
+
     @Test func helpListsTheSharedFlags() throws {
         let result = try Jobs.run("inactivity-check", ["--help"], database: nil)
         #expect(result.status == 0)
