@@ -135,7 +135,9 @@ import TestSupport
         for job in ["inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "event-notify"] {
             let ahead = try Jobs.run(job, ["--now", tomorrowWeek], database: db)
             #expect(ahead.status == 64, "\(job): \(ahead.stderr)")
-            #expect(ahead.stderr.contains("--now \(tomorrowWeek) is ahead of the clock: only a --dry-run may look ahead"), "\(job): \(ahead.stderr)")
+            // event-notify takes --now with --dry-run only, whichever way it points.
+            let message = job == "event-notify" ? "--now is for --dry-run only" : "--now \(tomorrowWeek) is ahead of the clock: only a --dry-run may look ahead"
+            #expect(ahead.stderr.contains(message), "\(job): \(ahead.stderr)")
         }
         #expect(try f.count("notifications") == 0)
         #expect(try f.count("decisions") == 0)
