@@ -30,6 +30,17 @@ import TestSupport
         #expect(template.contains("Restart=on-failure") && template.contains("StartLimitBurst="))
         let dropIn = try String(contentsOf: dir.appendingPathComponent("mentor-push@push-deliver.service.d/no-restart.conf"), encoding: .utf8)
         #expect(dropIn.contains("[Service]\nRestart=no"), "\(dropIn)")
+        // systemd counts a timer's starts against StartLimitBurst= too: the template's 4 an hour, left in force for
+        // push-deliver, failed its start from the 5th minute of every hour (start-limit-hit). The starts the
+        // effective unit (template, then drop-in) allows per interval must cover one a minute.
+        func setting(_ key: String, in text: String) -> String? {
+            text.split(separator: "\n").last { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        let interval = setting("StartLimitIntervalSec", in: dropIn) ?? setting("StartLimitIntervalSec", in: template) ?? "10s"
+        let burst = Int(setting("StartLimitBurst", in: dropIn) ?? setting("StartLimitBurst", in: template) ?? "5") ?? 5
+        let seconds = interval == "0" || interval == "infinity" ? 0 : interval.hasSuffix("h") ? 3600 * (Int(interval.dropLast()) ?? 1)
+            : interval.hasSuffix("min") ? 60 * (Int(interval.dropLast(3)) ?? 1) : Int(interval.filter(\.isNumber)) ?? 10
+        #expect(seconds == 0 || burst >= seconds / 60 + 1, "push-deliver's every-minute timer is held to \(burst) starts per \(interval)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("mentor-push@prune.service.d").path))
     }
 
