@@ -108,6 +108,38 @@ import TestSupport
         #expect(try f.count("unpushed_checks") == 0)
     }
 
+    /// A skipped check is made as 0026 makes it: not for a notification whose other push was cancelled for the
+    /// user's own doing (pushes switched off since) or expired, nor one the user read; for one whose other push
+    /// went with its phone to another user, yes.
+    @Test func theSweepListsOnlyWhat0026Lists() throws {
+        try channels("push_only")
+        var notifications: [String: UUID] = [:]
+        for (name, other) in [("Off", "cancelled:the user switched push notifications off before the push went out"),
+                              ("Expired", "expired:past its expiry"), ("Read", "failed:x"),
+                              ("Moved", "cancelled:the device token moved to another user")] {
+            let user = try f.mentor(org, name, lastActivityDaysAgo: 20, devices: 0)
+            let phones = [try f.device(user), try f.device(user)]
+            let id: UUID = try f.connection.query("""
+                INSERT INTO notifications (user_id, category, title, body, dedupe_key, in_inbox, read_at)
+                VALUES (\(user), 'inactivity', 't', 'b', \(name), false, \(name == "Read" ? Date() : nil)) RETURNING id
+                """).first!.decode(0)
+            let (state, error) = (String(other.prefix { $0 != ":" }), String(other.drop { $0 != ":" }.dropFirst()))
+            try f.connection.execute("""
+                INSERT INTO deliveries (notification_id, device_token_id, state, last_error)
+                VALUES (\(id), \(phones[0].id), 'failed', 'device token retired: Unregistered'), (\(id), \(phones[1].id), \(state), \(error))
+                """)
+            try f.connection.execute("INSERT INTO unpushed_checks (notification_id) VALUES (\(id))")
+            notifications[name] = id
+        }
+        let push = try PushEnvironment()
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        for (name, id) in notifications {
+            let listed: Bool = try f.connection.query("SELECT in_inbox FROM notifications WHERE id = \(id)").first!.decode(0)
+            #expect(listed == (name == "Moved"), "\(name)")
+        }
+        #expect(try f.count("unpushed_checks") == 0)
+    }
+
     /// A push-only notification whose one push was waiting when its phone moved to another user (somebody
     /// else signed in on it): the push is cancelled (migration 0025) and the notification listed (0026).
     @Test func pushOnlyWhosePhoneMovedToAnotherUserJoinsTheInbox() throws {

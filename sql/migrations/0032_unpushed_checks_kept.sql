@@ -4,9 +4,10 @@
 -- fail its two pushes (two phones) at the same moment each saw the other's push still waiting, or found the
 -- row taken by the other and skipped it: nobody listed it, and the user never heard of it. A check skipped
 -- for a row somebody holds is now written down here, and push-deliver makes it again at the end of each run
--- (sweep_unpushed_checks), once the holder is done. A notification the user read or deleted meanwhile is
--- left as it is. No key and no foreign key: writing a check never waits for anybody (a wait here, inside an
--- outcome write that holds queue rows, could close a circle with the app's changes to the notification).
+-- (sweep_unpushed_checks), once the holder is done. A notification the user read or deleted meanwhile, or
+-- whose other push was cancelled for the user's own doing or expired, is left as it is (as 0026 leaves it).
+-- No key and no foreign key: writing a check never waits for anybody (a wait here, inside an outcome write
+-- that holds queue rows, could close a circle with the app's changes to the notification).
 
 CREATE TABLE unpushed_checks (
     notification_id  uuid NOT NULL,
@@ -44,8 +45,13 @@ BEGIN
     )
     SELECT array_agg(DISTINCT t.notification_id) INTO due FROM taken t;
     IF due IS NULL THEN RETURN 0; END IF;
+    -- As 0026 lists: only when each push failed, died, or went with its phone to another user; not when one was
+    -- cancelled for the user's own doing (pushes switched off since) or expired, or the user read or deleted it.
     due := array(SELECT n.id FROM notifications n
-                  WHERE n.id = ANY(due) AND NOT n.in_inbox AND n.read_at IS NULL AND n.deleted_at IS NULL);
+                  WHERE n.id = ANY(due) AND NOT n.in_inbox AND n.read_at IS NULL AND n.deleted_at IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                     WHERE d.notification_id = n.id
+                                       AND (d.state = 'expired' OR (d.state = 'cancelled' AND d.last_error IS DISTINCT FROM 'the device token moved to another user'))));
     PERFORM list_unpushed(due);
     RETURN (SELECT count(*) FROM notifications n WHERE n.id = ANY(due) AND n.in_inbox);
 END $$;
