@@ -31,7 +31,7 @@ public enum JobDatabase {
     /// Throws the usage error for an empty `--database-url` (`--database-url "$URL"` with `URL` unset): it
     /// would otherwise mean libpq's defaults, some other database than the one meant.
     public static func validateURLFlag(_ flag: String?) throws {
-        if let flag, flag.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let flag, flag.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw ValidationError("--database-url is empty: give the database's URL, or leave the flag out to use DATABASE_URL")
         }
     }

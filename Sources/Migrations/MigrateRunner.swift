@@ -12,7 +12,7 @@ public enum MigrateRunner {
                            lockTimeout: Int = Migrator.defaultLockTimeout) -> ExitStatus {
         JobEnvelope.run("migrate", dryRun: dryRun, writes: false) { run in
             guard let directory = migrationsDir.map({ URL(fileURLWithPath: $0) }) ?? Migrator.defaultDirectory() else {
-                throw JobFailure(.config, "cannot find sql/migrations: pass --migrations-dir or set MIGRATIONS_DIR")
+                throw JobFailure(.config, "cannot find the migrations (<prefix>/share/mentor-push/migrations, or sql/migrations above this executable; never the working folder): pass --migrations-dir or set MIGRATIONS_DIR")
             }
             let migrator = try Migrator(directory: directory)
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "migrate", statementTimeout: statementTimeout)

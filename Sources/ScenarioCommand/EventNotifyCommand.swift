@@ -16,7 +16,7 @@ public struct EventNotifyCommand: ParsableCommand {
             (events are claimed with FOR UPDATE SKIP LOCKED). --once drains what is pending and exits. \
             Exit codes: 0 done, 64 bad flags, 65 an event row that cannot be read (set aside with the error), \
             69 database (--once; otherwise it retries) or push provider unreachable (the notifications are stored, \
-            and push-deliver sends them), 70 bug, 75 statement timeout or lock, 77 missing privilege, \
+            and push-deliver sends them), 70 bug, 75 statement timeout or lock, 77 a login refused or a privilege missing, \
             78 configuration or schema problem (an organization's events with invalid rules are set aside). SIGTERM or SIGINT: the batch in progress commits and is pushed, then \
             the process ends by that signal (143, 130).
             """)

@@ -18,9 +18,9 @@ public struct RulesCommand: ParsableCommand {
             rules --validate                             check every organization's rules as the jobs do (78 when one is invalid)
             rules --dry-run --set inactivity.threshold_days=7 [--org UUID]
                                                          how many people the change would notify now, beside the rules as they are
-            A proposed value is checked by the database like any rule (an unknown key or a bad value: 64), in a \
-            transaction that is rolled back. Exit codes: 0 done, 64 bad flags or proposal, 69 database unreachable, \
-            75 statement timeout or lock, 77 missing privilege, 78 an invalid rule (with --validate) or configuration problem.
+            A proposed value is checked as the database checks any rule (an unknown key or a bad value: 64) and \
+            counted in memory: nothing is written or locked. Exit codes: 0 done, 64 bad flags or proposal, 69 database unreachable, \
+            75 statement timeout or lock, 77 a login refused or a privilege missing, 78 an invalid rule (with --validate) or configuration problem.
             """)
 
     @Option(name: .customLong("org"), help: ArgumentHelp("Only this organization (repeatable).", valueName: "uuid"))

@@ -14,7 +14,7 @@ struct MigrateCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
 
-    @Option(name: .long, help: ArgumentHelp("Folder of NNNN_name.sql files. Default: $MIGRATIONS_DIR, else sql/migrations found from here or from this executable.", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("Folder of NNNN_name.sql files. Default: $MIGRATIONS_DIR, else <prefix>/share/mentor-push/migrations or sql/migrations found from this executable (never from the working folder).", valueName: "path"))
     var migrationsDir: String?
 
     @Flag(name: .long, help: "List the migrations that would be applied; change nothing.")

@@ -14,7 +14,7 @@ struct WhyCommand: ParsableCommand {
             their last six characters. Text for a person; --format json prints one JSON object on one line for \
             tools. Either way the last line is the summary line every executable ends with.
             Exit codes: 0 done, 64 bad flags or a user or scenario that does not exist, 69 database unreachable, \
-            75 statement timeout or lock, 77 missing privilege, 78 configuration (malformed URL, unmigrated database).
+            75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration (malformed URL, unmigrated database).
             """)
 
     @Argument(help: ArgumentHelp("The user's id.", valueName: "user-uuid"))
