@@ -12,7 +12,7 @@ struct PruneCommand: ParsableCommand {
         discussion: """
             Order, which keeps every foreign key satisfied: decisions; notifications (only with no push still \
             pending or retrying, together with their deliveries and delivery events; their decisions keep the \
-            reason and dedupe key); delivery events; retired tokens no delivery references; finished job runs no \
+            reason and dedupe key); delivery events; daily push slots of a local day more than a week past; retired tokens no delivery references; finished job runs no \
             decision or notification references. Processed events are event-notify's to prune.
             Each setting: the flag, else its environment variable, else the default shown.
             Exit codes: 0 done (also when another prune was running), 64 bad flags, 69 database unreachable, \
