@@ -146,10 +146,8 @@ public struct PushSettings: Sendable {
 
     private static func endpoint(_ text: String?, name: String) throws -> String? {
         guard let text else { return nil }
-        // A port out of range got past URL's parsing and failed every push with a curl error taken for the
-        // provider's trouble: attempts spent until the pushes were dead.
-        guard let url = URLComponents(string: text), url.scheme == "https", !(url.host ?? "").isEmpty, url.user == nil, url.password == nil,
-              url.port.map({ (1...65_535).contains($0) }) ?? true, url.query == nil, url.fragment == nil else {
+        // The request paths are appended to it: no query either.
+        guard HTTPSURL.isUsable(text, query: false) else {
             throw JobFailure(.config, "\(name): must be an https URL of a host (a port from 1 to 65535, no user or password, query or fragment), got \(shown(text))")
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text

@@ -50,8 +50,7 @@ public struct GoogleServiceAccount: Sendable {
         self.privateKeyID = object["private_key_id"] as? String
         // The signed assertion goes there: an https URL of a host, with no user or password in it (as the
         // endpoint settings are checked).
-        guard let url = URLComponents(string: tokenURI), url.scheme == "https", !(url.host ?? "").isEmpty,
-              url.user == nil, url.password == nil, url.fragment == nil, url.port.map({ (1...65_535).contains($0) }) ?? true else {
+        guard HTTPSURL.isUsable(tokenURI, query: true) else {
             throw PushConfigurationError("\(setting): \(file): \"token_uri\" must be an https URL of a host (a port from 1 to 65535), with no user, password or fragment")
         }
     }
