@@ -231,9 +231,13 @@ public final class Connection {
 
     private var errorMessage: String { Connection.trimmed(PQerrorMessage(handle)) }
 
-    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+    /// libpq's message on one line: its lines (a hint under a connection failure, one line per host tried)
+    /// joined by "; ". The log shows a line break in a message as U+FFFD, which read
+    /// "Connection refused\u{FFFD}\u{FFFD}Is the server running…".
+    static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
         guard let message else { return "unknown error" }
-        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(cString: message).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
     }
 
     private func check(_ result: OpaquePointer?) throws -> OpaquePointer {

@@ -26,12 +26,21 @@ enum ConnectionString {
     static func redact(_ message: String, connectionString: String) -> String {
         let candidates = passwords(in: connectionString).filter { !$0.isEmpty }
         guard !candidates.isEmpty else { return message }
-        return redactQuoted(message.replacingOccurrences(of: connectionString, with: "***"), candidates: candidates)
+        var message = message.replacingOccurrences(of: connectionString, with: "***")
+        // A password with a double quote in it: a piece libpq quotes is no longer told by the quotes alone
+        // (`"se"cr%zz"`). The password itself, and each of its pieces around its quotes, go first.
+        for candidate in candidates where candidate.contains("\"") {
+            message = message.replacingOccurrences(of: candidate, with: "***")
+            for part in candidate.split(separator: "\"") where part.count >= 2 {
+                message = message.replacingOccurrences(of: "\"" + part, with: "\"***").replacingOccurrences(of: part + "\"", with: "***\"")
+            }
+        }
+        return redactQuoted(message, candidates: candidates)
     }
 
     /// Replaces each double-quoted piece of `message` that shares a part with a password candidate (holds
-    /// one, lies within one, or has 4 characters in a row in common with one), except libpq's own keyword
-    /// names (`connection option "port"`).
+    /// one, lies within one, however short, or has 4 characters in a row in common with one), except
+    /// libpq's own keyword names (`connection option "port"`).
     static func redactQuoted(_ message: String, candidates: [String]) -> String {
         guard !candidates.isEmpty else { return message }
         let pieces = message.split(separator: "\"", omittingEmptySubsequences: false)
@@ -52,7 +61,9 @@ enum ConnectionString {
 
     private static func sharesPart(_ quoted: String, _ secret: String) -> Bool {
         if quoted.isEmpty { return false }
-        if quoted.count >= 2 && secret.contains(quoted) { return true }
+        // One character too: libpq quotes the piece of a malformed string it stopped at, however short
+        // (`password=my s` gives `missing "=" after "s"`).
+        if secret.contains(quoted) { return true }
         if quoted.contains(secret) { return true }
         return longestCommonRun(Array(quoted.utf8), Array(secret.utf8)) >= 4
     }

@@ -263,6 +263,30 @@ import TestSupport
         #expect(!result.stdout.contains("x7q@") && !result.stdout.contains("pa55word"), "\(result.stdout)")
     }
 
+    /// What the redaction let through: a piece of one character (libpq quotes the piece it stopped at,
+    /// however short) and, of a password holding a double quote, what followed the quote (`"***"cr%zz"`).
+    @Test(arguments: [
+        ("host=/nonexistent password=my s", ["\"s\""]),
+        ("postgresql://u:x/y@127.0.0.1/db", ["\"x\""]),
+        ("postgresql://u:se\"cr%zz@/db", ["cr%zz", "se\""]),
+    ])
+    func noPieceOfAPasswordIsPrinted(url: String, pieces: [String]) throws {
+        let result = try Jobs.run("inactivity-check", ["--database-url", url], database: nil)
+        #expect(result.status == 78, "\(result.stderr)")
+        for piece in pieces {
+            #expect(!result.stderr.contains(piece) && !result.stdout.contains(piece), "printed \(piece): \(result.stderr)")
+        }
+    }
+
+    /// libpq's message on one line: its hint under a refused connection showed in the log as two U+FFFD
+    /// ("Connection refused\u{FFFD}\u{FFFD}Is the server running…"), the log's mark for a line break.
+    @Test func aRefusedConnectionIsReportedOnOneReadableLine() throws {
+        let result = try Jobs.run("inactivity-check", ["--database-url", "postgresql://u@127.0.0.1:1/db?connect_timeout=2"], database: nil)
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("Connection refused; Is the server running on that host"), "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{FFFD}"), "\(result.stderr)")
+    }
+
     @Test func unmigratedDatabaseExits78AndNamesTheMigrateCommand() throws {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
         let result = try Jobs.run("inactivity-check", [], database: db)
