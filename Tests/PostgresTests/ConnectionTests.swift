@@ -187,6 +187,23 @@ import TestSupport
         let one: Int = try Connection(url: url, applicationName: "tests").query("SELECT 1").first!.decode(0)
         #expect(one == 1)
     }
+
+    /// `start` into a folder that holds somebody's files (another run's cluster) failed in initdb and then
+    /// deleted the folder, files, running cluster and all; `stop` deleted whatever folder it was given. Both
+    /// now leave a folder they did not make alone.
+    @Test func theThrowawayClusterNeverDeletesAFolderItDidNotMake() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-cluster-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("somebody's.txt")
+        try Data("keep me".utf8).write(to: file)
+        let start = try ProcessRunner.run(Paths.script("pg-cluster"), ["start", dir.path])
+        #expect(start.status == 73, "\(start.stderr)")
+        #expect(start.stderr.contains("is not an empty folder"), "\(start.stderr)")
+        let stop = try ProcessRunner.run(Paths.script("pg-cluster"), ["stop", dir.path])
+        #expect(stop.status == 64, "\(stop.stderr)")
+        #expect(FileManager.default.fileExists(atPath: file.path), "the folder's file was deleted")
+    }
 }
 
 /// A peer gone without a word (its host lost power, a firewall forgot the connection) is noticed in about a
