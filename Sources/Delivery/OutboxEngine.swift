@@ -494,56 +494,62 @@ public final class OutboxEngine {
         // cannot move, and no index is searched again); joined as a set, the planner hashed whole tables on
         // every claim. The lease is in no index: a HOT update.
         // Rows in binary: the server formats no numbers or timestamps, and nothing is parsed here.
-        let rows = try connection.query("""
-            WITH due AS (\(due))
-            UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease)), lost_claims = q.lost_claims + (q.lease_until IS NOT NULL)::int
-              FROM deliveries d, notifications n, device_tokens t
-             WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM due)) AND d.id = q.delivery_id
-               AND n.id = d.notification_id AND t.id = d.device_token_id
-            RETURNING d.id, d.attempts + q.lost_claims, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
-                      n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
-                      (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                      q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks), q.lost_claims
-            """, binary: true)
-        let claimed = try rows.map { row in
-            let provider = PushTarget.Provider(rawValue: try row.decode(4))!
-            let environment = try row.decode(6, as: String?.self).flatMap(PushTarget.APNsEnvironment.init(rawValue:))
-            let category: String = try row.decode(8)
-            return Claimed(
-                deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
-                message: PushMessage(notificationID: try row.decode(7), category: category, title: try row.decode(9),
-                                     body: try row.decode(10), data: try row.decode(11, as: JSONValue.self).stringMembers(),
-                                     badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
-                                     presentation: presentations[category]),
-                target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
-                lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
-                quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
-                mentorPaused: try row.decode(19), lostClaims: try row.decode(20))
-        }
-        let lost = claimed.filter { $0.lostClaims > 0 }
-        if !lost.isEmpty {
-            // Claims that ended without an outcome are attempts now, in the delivery's own row and history: a
-            // release or a postpone (which write no attempt) must not make such a push look never tried to what
-            // reads `attempts` (a displacement for the daily cap, the cancels that free a slot, `waited`).
-            // The queue rows first, in id order, as every other writer locks them (the outcome writes, the app's
-            // cancels), then the deliveries: only rows still this claim's (a cancel may have taken one since).
-            try connection.execute("""
-                WITH lost AS (
-                    SELECT * FROM unnest(\(PostgresArray(lost.map(\.deliveryID)))::bigint[], \(PostgresArray(lost.map(\.lostClaims)))::int[],
-                                         \(PostgresArray(lost.map(\.lease)))::text[]) AS l(id, n, lease)
-                ), locked AS (
-                    SELECT q.delivery_id, l.n FROM delivery_queue q JOIN lost l ON l.id = q.delivery_id AND q.lease_until = l.lease::timestamptz
-                     ORDER BY q.delivery_id FOR UPDATE OF q
-                ), reset AS (
-                    UPDATE delivery_queue q SET lost_claims = 0 FROM locked k WHERE q.delivery_id = k.delivery_id
-                    RETURNING q.delivery_id AS id, k.n
-                ), folded AS (
-                    UPDATE deliveries d SET attempts = d.attempts + r.n, updated_at = now() FROM reset r WHERE d.id = r.id
-                    RETURNING d.id, d.attempts
-                )
-                INSERT INTO delivery_events (delivery_id, event, attempt, detail)
-                SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded
-                """)
+        // The claim and the fold of its lost claims (below) commit together: a fold that failed (a missing grant,
+        // a lock, a timeout) left the rows leased with one more lost claim each, unsent, run after run, until
+        // the fault was fixed and they were given up as dead without ever having been sent.
+        let claimed: [Claimed] = try connection.transaction {
+            let rows = try connection.query("""
+                WITH due AS (\(due))
+                UPDATE delivery_queue q SET lease_until = now() + make_interval(secs => \(lease)), lost_claims = q.lost_claims + (q.lease_until IS NOT NULL)::int
+                  FROM deliveries d, notifications n, device_tokens t
+                 WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM due)) AND d.id = q.delivery_id
+                   AND n.id = d.notification_id AND t.id = d.device_token_id
+                RETURNING d.id, d.attempts + q.lost_claims, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
+                          n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
+                          (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
+                          q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks), q.lost_claims
+                """, binary: true)
+            let claimed = try rows.map { row in
+                let provider = PushTarget.Provider(rawValue: try row.decode(4))!
+                let environment = try row.decode(6, as: String?.self).flatMap(PushTarget.APNsEnvironment.init(rawValue:))
+                let category: String = try row.decode(8)
+                return Claimed(
+                    deliveryID: try row.decode(0), attempts: try row.decode(1), tokenID: try row.decode(2), tokenRetired: try row.decode(3),
+                    message: PushMessage(notificationID: try row.decode(7), category: category, title: try row.decode(9),
+                                         body: try row.decode(10), data: try row.decode(11, as: JSONValue.self).stringMembers(),
+                                         badge: try row.decode(13), expiresAt: try row.decode(12, as: Date?.self), timeSensitive: try row.decode(16),
+                                         presentation: presentations[category]),
+                    target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
+                    lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
+                    quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
+                    mentorPaused: try row.decode(19), lostClaims: try row.decode(20))
+            }
+            let lost = claimed.filter { $0.lostClaims > 0 }
+            if !lost.isEmpty {
+                // Claims that ended without an outcome are attempts now, in the delivery's own row and history: a
+                // release or a postpone (which write no attempt) must not make such a push look never tried to what
+                // reads `attempts` (a displacement for the daily cap, the cancels that free a slot, `waited`).
+                // The queue rows first, in id order, as every other writer locks them (the outcome writes, the app's
+                // cancels), then the deliveries: only rows still this claim's (a cancel may have taken one since).
+                try connection.execute("""
+                    WITH lost AS (
+                        SELECT * FROM unnest(\(PostgresArray(lost.map(\.deliveryID)))::bigint[], \(PostgresArray(lost.map(\.lostClaims)))::int[],
+                                             \(PostgresArray(lost.map(\.lease)))::text[]) AS l(id, n, lease)
+                    ), locked AS (
+                        SELECT q.delivery_id, l.n FROM delivery_queue q JOIN lost l ON l.id = q.delivery_id AND q.lease_until = l.lease::timestamptz
+                         ORDER BY q.delivery_id FOR UPDATE OF q
+                    ), reset AS (
+                        UPDATE delivery_queue q SET lost_claims = 0 FROM locked k WHERE q.delivery_id = k.delivery_id
+                        RETURNING q.delivery_id AS id, k.n
+                    ), folded AS (
+                        UPDATE deliveries d SET attempts = d.attempts + r.n, updated_at = now() FROM reset r WHERE d.id = r.id
+                        RETURNING d.id, d.attempts
+                    )
+                    INSERT INTO delivery_events (delivery_id, event, attempt, detail)
+                    SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded
+                    """)
+            }
+            return claimed
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not

@@ -533,6 +533,38 @@ import TestSupport
         #expect(try states() == ["sent": 3])
     }
 
+    /// The claim and the fold of its lost claims into the deliveries' attempts commit together. The fold ran as a
+    /// statement of its own: when it failed (a missing grant, a lock, a timeout), the rows stayed leased with one
+    /// more lost claim each and were never sent, run after run; once the fault was fixed they were given up as
+    /// dead, "claimed 10 time(s) … each of which may have sent it", never having been sent at all.
+    @Test func aClaimWhoseLostClaimsCannotBeRecordedLeavesItsRowsAsTheyWere() throws {
+        let made = try pendingNotifications([("Kari", 1)])
+        let kari = made[0].devices[0].token
+        try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second'")
+        // The fold's history row cannot be written (standing in for a missing grant, a lock held, a timeout).
+        try f.connection.execute("""
+            CREATE FUNCTION refuse_retried() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.event = 'retried' THEN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '55P03'; END IF; RETURN NEW; END $$
+            """)
+        try f.connection.execute("""
+            CREATE TRIGGER refuse_retried BEFORE INSERT ON delivery_events FOR EACH ROW EXECUTE FUNCTION refuse_retried();
+            """)
+        for _ in 0..<3 {
+            let result = try Jobs.pushDeliver(db, environment: push.variables)
+            #expect(result.status == 75, "\(result.stderr)")
+            try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second' WHERE lease_until > now()")
+        }
+        let queued: [Int] = try f.connection.query("SELECT lost_claims FROM delivery_queue").map { try $0.decode(0) }
+        #expect(queued == [0], "each failed claim left a lost claim behind: \(queued)")
+        #expect(pushes(.apns).isEmpty)
+
+        try f.connection.execute("DROP TRIGGER refuse_retried ON delivery_events")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let sent = try delivery(token: kari)
+        #expect(sent.state == "sent" && sent.attempts == 2, "the one lost claim before the fault, and this one: \(sent)")
+    }
+
     /// A run that dies after sending (killed, out of memory, the host down, a crash on one answer) leaves its
     /// lease behind, and the push goes again once the lease runs out, as it must: nothing says it arrived. But
     /// no attempt was written, so a run that died the same way each time sent the same pushes every lease, for
