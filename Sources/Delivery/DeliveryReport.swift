@@ -14,6 +14,12 @@ public struct DeliveryReport: Sendable {
     public var held = 0
     /// Providers that stopped this run, with the reason (credentials or configuration).
     public var brokenProviders: [String: String] = [:]
+    /// Providers that go on, but whose pushes to one platform wait for a setting to be fixed (FCM's
+    /// `THIRD_PARTY_AUTH_ERROR`: the APNs or Web Push key in the Firebase project), with the reason: a
+    /// configuration alarm (78).
+    public var platformAlarms: [String: String] = [:]
+    /// Pushes that wait for such a setting (`platformAlarms`), due again in an hour, no attempt counted.
+    public var waitingForSetup = 0
     /// A provider refused our credentials (not a suspect setup, nor an environment a key cannot serve): a
     /// long-lived job reads them again before its next delivery.
     public var credentialsRefused = false
@@ -64,12 +70,14 @@ public struct DeliveryReport: Sendable {
         held += other.held
         released += other.released
         postponed += other.postponed
+        waitingForSetup += other.waitingForSetup
         cancelled += other.cancelled
         cancelledPaused += other.cancelledPaused
         stoppedBy = stoppedBy ?? other.stoppedBy
         credentialsRefused = credentialsRefused || other.credentialsRefused
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
         brokenProviders.merge(other.brokenProviders) { first, _ in first }
+        platformAlarms.merge(other.platformAlarms) { first, _ in first }
         unavailableProviders.merge(other.unavailableProviders) { first, _ in first }
     }
 
@@ -96,6 +104,8 @@ public struct DeliveryReport: Sendable {
             writer.add("by_provider", json: providers.json)
         }
         if !brokenProviders.isEmpty { writer.add("broken_providers", strings: brokenProviders.keys.sorted()) }
+        if waitingForSetup > 0 { writer.add("waiting_for_setup", waitingForSetup) }
+        if !platformAlarms.isEmpty { writer.add("platform_alarms", strings: platformAlarms.keys.sorted()) }
         if let stoppedBy {
             writer.add("stopped_by", stoppedBy)
             writer.add("released", released)
@@ -110,6 +120,9 @@ public struct DeliveryReport: Sendable {
         if cancelled > 0 { text += ", \(cancelled) cancelled (the device token now belongs to another user)" }
         if cancelledPaused > 0 { text += ", \(cancelledPaused) cancelled (the mentor's pause began while they waited)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
+        for (provider, reason) in platformAlarms.sorted(by: { $0.key < $1.key }) {
+            text += "; \(provider): \(waitingForSetup) push(es) wait an hour for a setting: \(reason)"
+        }
         for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
         if let stoppedBy { text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run" }
         return text

@@ -92,6 +92,10 @@ public final class OutboxEngine {
     /// While any endpoint has some, pushes go out one at a time (a window opened by the first answer would
     /// otherwise put a hundred into an outage at once).
     private var serverFailuresInARow: [SuspectKey: Int] = [:]
+    /// Pushes refused this run for the credential the provider keeps for their platform (`platformCredentialsBroken`).
+    private var platformRefusals: [SuspectKey: Int] = [:]
+    /// How long a push refused for its platform's credential waits before it is tried again.
+    static let platformCredentialsWait: TimeInterval = 3600
     /// Answers from the provider's side in a row after which an endpoint stops for the run (69): in an outage
     /// every due push burned an attempt, run after run, and an outage of an hour or two made them all dead.
     public var serverFailureLimit = 5
@@ -166,6 +170,7 @@ public final class OutboxEngine {
         outages = outages.filter { $0.value.until > now }
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
+        platformRefusals.removeAll()
         var report = DeliveryReport()
         // What the run did, kept when it throws too: a failed run's summary says what went out before.
         defer { lastReport = report }
@@ -985,6 +990,20 @@ public final class OutboxEngine {
                 }
                 recorder.release(claimed)
                 report.held += 1
+            case .platformCredentialsBroken(let reason):
+                // A configuration alarm (78), but only pushes to such tokens are refused: the provider's others go on.
+                // This one waits an hour, no attempt counted (released, it headed every minute's claim and was
+                // refused again). Refused this many times with none of the endpoint's pushes succeeding (an app
+                // with no Android users), the endpoint stops for the run.
+                let key = OutboxEngine.suspectKey(claimed.target)
+                if report.platformAlarms[provider.name] == nil { logger.error("\(provider.name): \(reason)") }
+                report.platformAlarms[provider.name] = report.platformAlarms[provider.name] ?? reason
+                recorder.postpone(claimed, until: Date().addingTimeInterval(OutboxEngine.platformCredentialsWait), why: reason)
+                report.waitingForSetup += 1
+                platformRefusals[key, default: 0] += 1
+                if platformRefusals[key]! >= suspectLimit, !confirmed.contains(key), isSending(key, live: live) {
+                    stopEndpoint(key, reason: "\(platformRefusals[key]!) pushes in a row refused for the platform's credential, none succeeded", live: &live)
+                }
             case .reauthenticate:
                 break // handled above
             }

@@ -48,11 +48,12 @@ final class OutcomeRecorder {
         hasReleases = true
     }
 
-    /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours).
-    /// Its history says so with a `postponed` event (migration 0027).
-    func postpone(_ claimed: OutboxEngine.Claimed, until: Date) {
+    /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours,
+    /// or `why`). Its history says so with a `postponed` event (migration 0027).
+    func postpone(_ claimed: OutboxEngine.Claimed, until: Date, why: String? = nil) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
-                                error: "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
+                                error: why.map { "\($0): due again \(Timestamp.iso8601(until))" }
+                                    ?? "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
                                 messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
     }
 

@@ -81,7 +81,7 @@ public final class ScenarioDelivery: JobDelivery {
 extension DeliveryReport {
     /// 78 when a provider's credentials or configuration stopped it, 69 when one could not be reached.
     public var exitStatus: ExitStatus {
-        if !brokenProviders.isEmpty { return .config }
+        if !brokenProviders.isEmpty || !platformAlarms.isEmpty { return .config }
         if !unavailableProviders.isEmpty { return .unavailable }
         return .ok
     }

@@ -22,13 +22,18 @@ public enum PushOutcome: Sendable, Equatable {
     /// Our setup for one APNs environment is wrong (a key restricted to the other one): that environment's
     /// pushes stop for the run, the other's go on; no attempt counted.
     case environmentRefused(reason: String)
+    /// The credential the provider keeps for the token's platform is broken (FCM's `THIRD_PARTY_AUTH_ERROR`: the
+    /// APNs key or Web Push key in the Firebase project): only pushes to such tokens fail, the provider's others
+    /// go on. A configuration alarm; this push waits, no attempt counted.
+    case platformCredentialsBroken(reason: String)
 
     /// What a person reads: the reason, or the message id.
     public var reason: String {
         switch self {
         case .delivered(let messageID): "delivered as \(messageID)"
         case .retry(_, let reason), .tokenDead(let reason, _), .rejected(let reason), .reauthenticate(let reason),
-             .credentialsBroken(let reason), .unreachable(let reason), .environmentRefused(let reason): reason
+             .credentialsBroken(let reason), .unreachable(let reason), .environmentRefused(let reason),
+             .platformCredentialsBroken(let reason): reason
         }
     }
 }
@@ -45,6 +50,7 @@ extension PushOutcome {
         case .credentialsBroken(let reason): .credentialsBroken(reason: ProviderText.clean(reason))
         case .unreachable(let reason): .unreachable(reason: ProviderText.clean(reason))
         case .environmentRefused(let reason): .environmentRefused(reason: ProviderText.clean(reason))
+        case .platformCredentialsBroken(let reason): .platformCredentialsBroken(reason: ProviderText.clean(reason))
         }
     }
 }
@@ -193,7 +199,11 @@ public enum FCMOutcome {
             return .retry(after: retryAfter, reason: reason)
         case "UNAUTHENTICATED":
             return .reauthenticate(reason: reason)
-        case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "PERMISSION_DENIED":
+        case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR":
+            // The APNs or Web Push credential in the Firebase project, for iOS and web targets only: an Android
+            // token's push still goes (stopping FCM for it held every Android push, run after run).
+            return .platformCredentialsBroken(reason: "\(reason) (check the APNs key or Web Push key in the Firebase project's Cloud Messaging settings: FCM's pushes to iOS and web apps wait, Android's go on)")
+        case "PERMISSION_DENIED":
             return .credentialsBroken(reason: reason)
         case "NOT_FOUND":
             // Without an UNREGISTERED detail, the project or the URL is wrong, not the token.

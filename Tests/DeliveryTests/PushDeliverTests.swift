@@ -772,15 +772,33 @@ import TestSupport
         #expect(fcm.attempts == 0)
     }
 
-    @Test func fcmThirdPartyAuthErrorStopsFCMWith78() throws {
-        _ = try pendingNotifications([("Android", 2)])
-        push.server.inject(.fcmThirdPartyAuth, count: 5)
+    /// FCM's THIRD_PARTY_AUTH_ERROR is about the APNs (or Web Push) key in the Firebase project, for iOS and web
+    /// targets only. It stopped FCM for the run, and the refused push, released as it was, headed the next
+    /// run's claim and stopped FCM again: no Android push went out, run after run. Now it is an alarm (78) and
+    /// that push waits an hour, no attempt counted, while the provider's others go on.
+    @Test func fcmThirdPartyAuthErrorHoldsThatPushAndTheOtherFCMPushesGoOn() throws {
+        let made = try pendingNotifications([("Kari", 2), ("Ola", 2)])
+        let iphoneViaFCM = made[0].devices[1].token, android = made[1].devices[1].token
+        push.server.setToken(iphoneViaFCM, .thirdPartyAuthError)
         let result = try Jobs.pushDeliver(db, environment: push.variables)
-        #expect(result.status == 78)
-        #expect(result.stderr.contains("THIRD_PARTY_AUTH_ERROR"))
-        let states = try states()
-        #expect(states["sent"] == 1, "APNs is unaffected")
-        #expect(states["pending"] == 1, "the FCM delivery waits, no attempt burned")
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("THIRD_PARTY_AUTH_ERROR") && result.stderr.contains("Firebase"), "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["waiting_for_setup"] as? Int == 1, "\(result.stdout)")
+        #expect(try states() == ["sent": 3, "pending": 1], "both APNs pushes and the Android one went")
+        #expect(pushes(.fcm).compactMap(\.deviceToken).sorted() == [android, iphoneViaFCM].sorted())
+        let held = try delivery(token: iphoneViaFCM)
+        #expect(held.attempts == 0, "\(held)")
+        #expect(held.nextIn > 3500 && held.nextIn <= 3600, "due again in an hour: \(held)")
+        let history: [String] = try f.connection.query("""
+            SELECT e.event || ' ' || e.attempt || ' ' || e.detail FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id
+              JOIN device_tokens t ON t.id = d.device_token_id WHERE t.token = \(iphoneViaFCM) ORDER BY e.id
+            """).map { try $0.decode(0) }
+        #expect(history.count == 1 && history[0].hasPrefix("postponed 0 THIRD_PARTY_AUTH_ERROR"), "\(history)")
+
+        // The next run does not send it again, nor raise the alarm.
+        let next = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(pushes(.fcm).count == 2)
     }
 
     @Test func aDeliveryPastItsExpiryIsMarkedExpiredNotSent() throws {

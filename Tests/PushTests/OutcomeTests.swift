@@ -23,6 +23,7 @@ import Testing
         case .credentialsBroken: return "credentialsBroken"
         case .unreachable: return "unreachable"
         case .environmentRefused: return "environmentRefused"
+        case .platformCredentialsBroken: return "platformCredentialsBroken"
         }
     }
 
@@ -93,7 +94,7 @@ import Testing
         (429, googleError(429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), "retry"),
         (503, googleError(503, "UNAVAILABLE", "UNAVAILABLE"), "retry"),
         (500, googleError(500, "INTERNAL", "INTERNAL"), "retry"),
-        (401, googleError(401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR"), "credentialsBroken"),
+        (401, googleError(401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR"), "platformCredentialsBroken"),
         (401, googleError(401, "UNAUTHENTICATED", nil), "reauthenticate"),
         (403, googleError(403, "PERMISSION_DENIED", nil, message: "Permission 'cloudmessaging.messages.create' denied"), "credentialsBroken"),
         // The detail decides, not the status: UNREGISTERED paired with another status is still a dead token.
