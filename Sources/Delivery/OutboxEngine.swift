@@ -75,6 +75,14 @@ public final class OutboxEngine {
     /// flight completes and is recorded; the rest of the batch is released for the next run.
     public var stop: StopRequest = .shared
     private var confirmed = Set<SuspectKey>()
+    /// Endpoints a push succeeded on in this run: the first success on each writes its setup down (0035's
+    /// `confirmed_setups`), which proves it for later runs too (`confirmedSetupLife`).
+    private var confirmedThisRun = Set<SuspectKey>()
+    /// How long a setup a push proved right stays proven for runs without a success of their own.
+    static let confirmedSetupLife = 7 * 86_400
+    /// Endpoints stopped because `suspectLimit` tokens answered as if our setup were wrong: a success that was
+    /// still on its way proves the setup right after all, and they go on.
+    private var stoppedAsSuspect = Set<SuspectKey>()
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
     /// Endpoints stopped for this run, by provider and environment, with the reason: one that could not be
@@ -171,6 +179,8 @@ public final class OutboxEngine {
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
         platformRefusals.removeAll()
+        confirmedThisRun.removeAll()
+        stoppedAsSuspect.removeAll()
         var report = DeliveryReport()
         // What the run did, kept when it throws too: a failed run's summary says what went out before.
         defer { lastReport = report }
@@ -190,6 +200,11 @@ public final class OutboxEngine {
                 report.unavailableProviders[name] = report.unavailableProviders[name] ?? "\(hold.endpoint) \(why)"
             }
             stopEndpoint(hold.endpoint, reason: why, live: &usable)
+        }
+        // Setups proved right by a push in an earlier run (0035), as they are set now.
+        for (endpoint, setup) in try OutboxEngine.confirmedSetups(on: connection)
+            where providers[endpoint.provider]?.setup(of: endpoint.environment) == setup {
+            confirmed.insert(endpoint)
         }
         for (kind, provider) in providers where usable.contains(kind) {
             do { try provider.prepare() } catch {
@@ -345,6 +360,18 @@ public final class OutboxEngine {
     }
 
     static let allEndpoints = [PushTarget.Provider.apns, .fcm, .webpush, .expo].flatMap(endpoints(of:))
+
+    /// The setups pushes proved right within `confirmedSetupLife` (0035's `confirmed_setups`), by endpoint.
+    static func confirmedSetups(on connection: Connection) throws -> [(endpoint: SuspectKey, setup: String)] {
+        try connection.query("""
+            SELECT endpoint, setup FROM confirmed_setups
+             WHERE confirmed_at > now() - make_interval(secs => \(OutboxEngine.confirmedSetupLife))
+            """).compactMap { row in
+            let endpoint: String = try row.decode(0)
+            guard let key = allEndpoints.first(where: { $0.description == endpoint }) else { return nil }
+            return (key, try row.decode(1))
+        }
+    }
 
     /// Whether a delivery to `endpoint` in `scope` is due now.
     static func hasDue(_ endpoint: SuspectKey, scope: Scope, on connection: Connection) throws -> Bool {
@@ -899,8 +926,19 @@ public final class OutboxEngine {
                 recorder.settle(claimed, state: "sent", event: "sent", error: nil, status: status, messageID: messageID, attempts: attempt)
                 report.count(.sent, claimed.target.provider)
                 let key = OutboxEngine.suspectKey(claimed.target)
+                if confirmedThisRun.insert(key).inserted {
+                    recorder.confirm(key.description, setup: provider.setup(of: key.environment))
+                }
                 if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
+                }
+                if stoppedAsSuspect.remove(key) != nil, let why = stoppedEndpoints[key], report.brokenProviders[provider.name] == why {
+                    // Stopped as misconfigured while this push was on its way (and for nothing else): the setup is
+                    // right after all, and the endpoint's pushes go on.
+                    stoppedEndpoints[key] = nil
+                    report.brokenProviders[provider.name] = nil
+                    live.insert(key.provider)
+                    logger.notice("\(key): a push succeeded after all: the setup is right, its pushes go on")
                 }
             case .retry(let after, let reason):
                 if fromProviderSide {
@@ -943,19 +981,20 @@ public final class OutboxEngine {
                     retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
                     break
                 }
-                guard isSending(key, live: live) else { // already stopped
+                guard isSending(key, live: live) || stoppedAsSuspect.contains(key) else { // already stopped, for another reason
                     recorder.release(claimed)
                     report.held += 1
                     break
                 }
                 suspects[key, default: []].append((claimed, reason, status))
-                if suspects[key]!.count >= suspectLimit {
-                    // Our setup for this environment is suspect (78): only its pushes stop, none is retired.
-                    let held = suspects.removeValue(forKey: key) ?? []
-                    let why = "\(held.count) tokens in a row answered \(reason) and none succeeded: the \(key) environment, topic or project is probably wrong, so no token was retired"
+                if suspects[key]!.count >= suspectLimit && !stoppedAsSuspect.contains(key) {
+                    // Our setup for this environment is suspect (78): only its pushes stop, none is retired. Those
+                    // held stay held until the end of the run: a success still on its way proves the setup right,
+                    // and retires them (released at once, they headed the next run's claim and stopped it again).
+                    let why = "\(suspects[key]!.count) tokens in a row answered \(reason) and none succeeded: the \(key) environment, topic or project is probably wrong, so no token was retired"
                     report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? why
                     stopEndpoint(key, reason: why, live: &live)
-                    for h in held { recorder.release(h.claimed); report.held += 1 }
+                    stoppedAsSuspect.insert(key)
                 }
             case .rejected(let reason):
                 recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)

@@ -24,6 +24,8 @@ final class OutcomeRecorder {
     private var cancellations: [String: [(id: Int, lease: String)]] = [:]
     /// Endpoints whose provider named when to come back (0030's `endpoint_holds`), by endpoint.
     private var holds: [String: (until: Date, reason: String)] = [:]
+    /// Setups a push just proved right (0035's `confirmed_setups`), by endpoint.
+    private var confirmations: [String: String] = [:]
 
     init(connection: Connection) { self.connection = connection }
 
@@ -73,9 +75,14 @@ final class OutcomeRecorder {
         holds[endpoint] = (until, reason)
     }
 
+    /// Notes that a push to `endpoint` succeeded with `setup` (0035).
+    func confirm(_ endpoint: String, setup: String) {
+        confirmations[endpoint] = setup
+    }
+
     /// Writes what is buffered; returns how many tokens were retired.
     func flush() throws -> Int {
-        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty || !holds.isEmpty else { return 0 }
+        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty || !holds.isEmpty || !confirmations.isEmpty else { return 0 }
         var retired = 0
         try connection.transaction {
             if !outcomes.isEmpty && !cancellations.isEmpty {
@@ -203,11 +210,19 @@ final class OutcomeRecorder {
                      WHERE endpoint_holds.held_until < EXCLUDED.held_until
                     """)
             }
+            // Last: the rows locked above come first in every writer, so two writers never wait on each other here.
+            for (endpoint, setup) in confirmations.sorted(by: { $0.key < $1.key }) {
+                try connection.execute("""
+                    INSERT INTO confirmed_setups (endpoint, setup) VALUES (\(endpoint), \(setup))
+                    ON CONFLICT (endpoint, setup) DO UPDATE SET confirmed_at = now()
+                    """)
+            }
         }
         outcomes.removeAll(keepingCapacity: true)
         retirements.removeAll()
         cancellations.removeAll()
         holds.removeAll()
+        confirmations.removeAll()
         return retired
     }
 }

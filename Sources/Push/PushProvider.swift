@@ -15,6 +15,10 @@ public protocol PushProvider: AnyObject {
     /// Goes up whenever the credential that requests carry changes, so a caller can tell an answer to
     /// an old credential (resend with the new one) from one to the current credential (refresh).
     var credentialGeneration: Int { get }
+    /// What a push that succeeded proves right about our setup for `environment` (the host and the topic, the
+    /// project): a token answered as if it could be our setup's fault is retired once a push with the same
+    /// setup has succeeded.
+    func setup(of environment: PushTarget.APNsEnvironment?) -> String
 }
 
 /// APNs with token authentication.
@@ -69,6 +73,10 @@ public final class APNsProvider: PushProvider {
         APNsOutcome.classify(result)
     }
 
+    public func setup(of environment: PushTarget.APNsEnvironment?) -> String {
+        (environment == .sandbox ? builder.sandboxEndpoint : builder.productionEndpoint) + " topic " + builder.topic
+    }
+
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
         guard let fresh = tokens.refreshAfterExpiry(of: inUse.token) else { return false }
         inUse = TokenInUse(fresh)
@@ -109,6 +117,8 @@ public final class FCMProvider: PushProvider {
     public func classify(_ result: Result<HTTPResponse, HTTPTransportError>) -> PushOutcome {
         FCMOutcome.classify(result)
     }
+
+    public func setup(of environment: PushTarget.APNsEnvironment?) -> String { builder.url }
 
     public func refreshCredentials() throws(PushOutcomeError) -> Bool {
         accessToken = try accessTokens.refresh(replacing: accessToken)

@@ -215,6 +215,55 @@ import TestSupport
         #expect(try states() == ["sent": 1, "failed": 1])
     }
 
+    /// A success proves its setup for later runs (0035): a retry that ran alone, in a minute with no other push,
+    /// never had a success beside it, so its BadDeviceToken token was never retired, and every later
+    /// notification to it spent PUSH_MAX_ATTEMPTS requests. Another setup (a changed topic or host) is proven
+    /// afresh.
+    @Test func aSetupProvenInAnEarlierRunRetiresALoneSuspectAtOnce() throws {
+        _ = try pendingNotifications([("Kari", 1)])
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        let proven: [String] = try f.connection.query("SELECT endpoint || ' ' || setup FROM confirmed_setups").map { try $0.decode(0) }
+        #expect(proven.count == 1 && proven[0].hasPrefix("apns/production https://") && proven[0].hasSuffix(" topic \(PushEnvironment.topic)"), "\(proven)")
+
+        let org = try f.organization("Org 2")
+        let lone = try f.device(try f.mentor(org, "Lone", lastActivityDaysAgo: 20, devices: 0), provider: "apns")
+        push.server.setToken(lone.token, .badDeviceToken)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let run = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(run.status == 0, "\(run.stderr)")
+        let retired: String? = try f.connection.query("SELECT retired_reason FROM device_tokens WHERE id = \(lone.id)").first!.decode(0)
+        #expect(retired == "BadDeviceToken", "retired at once (before: kept, retried until dead)")
+        #expect(try delivery(token: lone.token).state == "failed")
+
+        // The setup proven was another one: this token is kept, as with no proof at all.
+        try f.connection.execute("UPDATE confirmed_setups SET setup = 'https://elsewhere.example topic com.example.other'")
+        let other = try f.device(try f.mentor(org, "Other", lastActivityDaysAgo: 20, devices: 0), provider: "apns")
+        push.server.setToken(other.token, .badDeviceToken)
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        #expect(try Jobs.pushDeliver(db, environment: push.variables).status == 0)
+        let kept: Bool = try f.connection.query("SELECT retired_at IS NULL FROM device_tokens WHERE id = \(other.id)").first!.decode(0)
+        #expect(kept)
+        #expect(try delivery(token: other.token).state == "retrying")
+    }
+
+    /// Twenty suspects answered before the successes on their way: the endpoint stopped as misconfigured (78),
+    /// the suspects were released unretired and headed the next run's claim, which stopped again, run after
+    /// run, though pushes had just succeeded. A success still on its way now retires the suspects held and
+    /// lets the endpoint's pushes go on.
+    @Test func aSuccessAfterTheSuspectLimitRetiresTheSuspectsAndTheRunGoesOn() throws {
+        let made = try pendingNotifications((0..<35).map { ("Mentor \($0)", 1) })
+        let bad = made.prefix(25).flatMap(\.devices)
+        for device in bad { push.server.setToken(device.token, .badDeviceToken) }
+        // The bad ones are due first, so their answers come before the good ones'.
+        try f.makeDue(where: "d.device_token_id = ANY(\(PostgresArray(bad.map(\.id)))::bigint[])", secondsAgo: 60)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let retired: Int = try f.connection.query("SELECT count(*) FROM device_tokens WHERE retired_at IS NOT NULL").first!.decode(0)
+        #expect(retired == 25)
+        #expect(try states() == ["sent": 10, "failed": 25])
+        #expect(pushes(.apns).count == 35, "each sent once")
+    }
+
     /// Production's tokens all answer BadDeviceToken: production's setup is suspect and only its pushes stop
     /// (78), none retired. The one sandbox suspect held beside them is no reason to retire its token either:
     /// with no sandbox push succeeding in the run, it is tried again later, as any lone suspect is.
