@@ -51,6 +51,10 @@ extension JobFailure {
                 self.init(.config, "\(error) (check --database-url or DATABASE_URL)")
             case .connectionFailed where error.refusedLogin == .login:
                 self.init(.noPermission, "\(error) (the server refused the login: check the user and password of --database-url or DATABASE_URL, or PGUSER/PGPASSWORD/.pgpass, and pg_hba.conf; trying again will not help)")
+            case .connectionFailed where error.refusedLogin == .connectPrivilege:
+                self.init(.noPermission, "\(error) (the role may not connect to this database: GRANT CONNECT ON DATABASE to it; trying again will not help)")
+            case .connectionFailed where error.refusedLogin == .tls:
+                self.init(.config, "\(error) (the connection's TLS: check sslmode, sslrootcert and the host name in --database-url or DATABASE_URL, or PGSSLMODE/PGSSLROOTCERT; trying again will not help)")
             case .connectionFailed where error.refusedLogin == .database:
                 self.init(.config, "\(error) (check the database name in --database-url or DATABASE_URL, or run migrate against the right database)")
             case .connectionFailed, .connectionLost:

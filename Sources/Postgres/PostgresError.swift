@@ -34,7 +34,7 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
     }
 
     /// A connection the server refused for good: the login (a wrong password, no pg_hba.conf entry, no such
-    /// role) or the database (none of that name). Trying again will not help: a service that reconnected
+    /// role), the database (none of that name, or no CONNECT privilege on it), or the TLS setup. Trying again will not help: a service that reconnected
     /// every few seconds for ever said nothing an alert could see.
     public var refusedLogin: RefusedLogin? {
         guard case .connectionFailed(let message) = self else { return nil }
@@ -44,10 +44,20 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
                        "pg_hba.conf rejects connection", "no password supplied", "is not permitted to log in"]
         if markers.contains(where: message.contains) { return .login }
         if message.contains("FATAL:") && message.contains("role \"") && message.hasSuffix("does not exist") { return .login }
+        // The role may log in but not connect to this database (REVOKE CONNECT … FROM PUBLIC).
+        if message.contains("FATAL:") && message.contains("permission denied for database") { return .connectPrivilege }
+        // The TLS setup of the URL (sslmode, sslrootcert, the host name the certificate names): libpq's own words.
+        let tlsMarkers = ["certificate verify failed", "does not match host name", "root certificate file",
+                          "server does not support SSL, but SSL was required", "certificate present, but not private key",
+                          "could not load private key file", "could not open certificate file", "could not read certificate file",
+                          "private key file", "SSL error: tlsv1 alert", "SSL error: sslv3 alert"]
+        if tlsMarkers.contains(where: message.contains) { return .tls }
         return nil
     }
 
-    public enum RefusedLogin: Sendable { case login, database }
+    /// What the server or libpq refused for good: the login, the database (none of that name), the role's right
+    /// to connect to it, or the TLS setup (a certificate that does not verify, a CA file missing).
+    public enum RefusedLogin: Sendable { case login, database, connectPrivilege, tls }
 
     /// The SQLSTATE of a server error, if this is one.
     public var sqlState: String? {

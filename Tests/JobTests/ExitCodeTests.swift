@@ -116,6 +116,38 @@ import TestSupport
         #expect(result.stderr.contains("permission denied") && result.stderr.contains("lacks a privilege"), "\(result.stderr)")
     }
 
+    /// A role that may not connect to the database (REVOKE CONNECT … FROM PUBLIC) exited 69, "unavailable":
+    /// the timers tried again every two minutes, and event-notify reconnected for ever. It is refused for good.
+    @Test func aRoleWithoutConnectOnTheDatabaseExits77() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let admin = try db.connect()
+        try admin.execute("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mentor_push_outsider') THEN CREATE ROLE mentor_push_outsider LOGIN; END IF; END $$")
+        try admin.runScript("REVOKE CONNECT ON DATABASE \(db.name) FROM PUBLIC")
+        let url = db.url.replacing(/user=[^&\s]+/, with: "user=mentor_push_outsider")
+        for job in ["inactivity-check", "push-deliver", "event-notify"] {
+            let result = try Jobs.run(job, ["--database-url", url] + (job == "event-notify" ? ["--once"] : []), database: nil)
+            #expect(result.status == 77, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("GRANT CONNECT ON DATABASE"), "\(job): \(result.stderr)")
+        }
+    }
+
+    /// libpq's refusals of the URL's TLS setup are settings to fix (78), not a server to wait for (69, and
+    /// event-notify reconnecting every 30 s for ever): their words as libpq 15 prints them.
+    @Test(arguments: [
+        "connection to server at \"10.0.0.5\", port 5432 failed: SSL error: certificate verify failed",
+        "connection to server at \"10.0.0.5\", port 5432 failed: server certificate for \"localhost\" does not match host name \"db.example.org\"",
+        "connection to server at \"10.0.0.5\", port 5432 failed: root certificate file \"/root/.postgresql/root.crt\" does not exist; Either provide the file, use the system's trusted roots with sslrootcert=system, or change sslmode to disable server certificate verification.",
+        "connection to server at \"10.0.0.5\", port 5432 failed: server does not support SSL, but SSL was required",
+    ])
+    func aRefusedTLSSetupIsASettingToFix(message: String) {
+        let error = PostgresError.connectionFailed(message: message)
+        let failure = JobFailure(classifying: error)
+        #expect(failure.status == .config, "\(failure.message)")
+        #expect(failure.message.contains("check sslmode"), "\(failure.message)")
+        // A transient TLS failure is not one of them.
+        #expect(JobFailure(classifying: PostgresError.connectionFailed(message: "SSL SYSCALL error: EOF detected")).status == .unavailable)
+    }
+
     @Test func unknownOrganizationExits64() throws {
         let db = try TestCluster.shared().makeDatabase()
         let result = try Jobs.run("inactivity-check", ["--org", "00000000-0000-4000-8000-000000000999"], database: db)
