@@ -100,6 +100,12 @@ public final class OutboxEngine {
     /// While any endpoint has some, pushes go out one at a time (a window opened by the first answer would
     /// otherwise put a hundred into an outage at once).
     private var serverFailuresInARow: [SuspectKey: Int] = [:]
+    /// Pushes started so far by this engine (`Claimed.startedAs`).
+    private var startedPushes = 0
+    /// Per endpoint, the pushes started up to its last push counted as failing with no answer: those on the wire
+    /// then went down with the same broken connection, and count with it as one failure, not one each (a single
+    /// dropped connection with a window of 20 in flight stopped the endpoint for the run).
+    private var noAnswerCountedUpTo: [SuspectKey: Int] = [:]
     /// Pushes refused this run for the credential the provider keeps for their platform (`platformCredentialsBroken`).
     private var platformRefusals: [SuspectKey: Int] = [:]
     /// How long a push refused for its platform's credential waits before it is tried again.
@@ -178,6 +184,7 @@ public final class OutboxEngine {
         outages = outages.filter { $0.value.until > now }
         stoppedEndpoints.removeAll()
         serverFailuresInARow.removeAll()
+        noAnswerCountedUpTo.removeAll()
         platformRefusals.removeAll()
         confirmedThisRun.removeAll()
         stoppedAsSuspect.removeAll()
@@ -445,6 +452,8 @@ public final class OutboxEngine {
         let quietHours: (start: Int, end: Int, zone: String)?
         /// The provider's credential generation it was last sent with (the engine's thread alone sets it).
         var sentWith = 0
+        /// The engine's count of pushes started when this one started (the engine's thread alone sets it).
+        var startedAs = 0
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
              lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil,
@@ -866,6 +875,8 @@ public final class OutboxEngine {
                     continue
                 }
                 claimed.sentWith = provider.credentialGeneration
+                startedPushes += 1
+                claimed.startedAs = startedPushes
                 inFlight[claimed.deliveryID] = claimed
                 return request
             }
@@ -945,8 +956,10 @@ public final class OutboxEngine {
                     // An endpoint that names when to come back, or fails this many times in a row, stops for the run;
                     // its pushes not yet sent go back, due for the next run, with no attempt counted.
                     let key = OutboxEngine.suspectKey(claimed.target)
-                    let inARow = serverFailuresInARow[key, default: 0] + 1
-                    serverFailuresInARow[key] = inARow
+                    let sameBreak = status == nil && claimed.startedAs <= noAnswerCountedUpTo[key, default: 0]
+                    let inARow = serverFailuresInARow[key, default: 0] + (sameBreak ? 0 : 1)
+                    serverFailuresInARow[key] = max(inARow, 1)
+                    if status == nil && !sameBreak { noAnswerCountedUpTo[key] = startedPushes }
                     if isSending(key, live: live), ((after ?? 0) > 0 && status != nil) || inARow >= serverFailureLimit {
                         serverFailuresInARow[key] = nil
                         if let after, after > 0, let status {

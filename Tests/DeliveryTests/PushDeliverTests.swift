@@ -868,6 +868,25 @@ import TestSupport
         #expect(try delivery(token: made[0].devices[0].token).state == "sent")
     }
 
+    /// One connection that breaks takes every push on it down at once: each of them is retried (it may have
+    /// arrived), but they are one failure of the provider's side, not one each. Counted one each, a window of
+    /// 20 in flight made "5 answers in a row from the provider's side" and stopped the endpoint for the run (69)
+    /// while the provider was up.
+    @Test func onePushesWindowLostWithItsConnectionIsOneFailureNotOneEach() throws {
+        _ = try pendingNotifications((0..<40).map { ("Mentor \($0)", 1) })
+        push.server.inject(.slow(seconds: 0.3), count: 10)
+        push.server.inject(.dropConnection)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "20"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("in a row from the provider's side"), "\(result.stderr)")
+        let states = try states()
+        #expect(states["pending"] == nil, "none held back for the next run: \(states)")
+        #expect((states["retrying"] ?? 0) >= 5, "the pushes on the broken connection are retried: \(states)")
+        #expect((states["sent"] ?? 0) + (states["retrying"] ?? 0) == 40, "\(states)")
+    }
+
     @Test func dryRunListsWhatItWouldSendAndSendsNothing() throws {
         let made = try pendingNotifications([("Kari", 2)])
         let before = try f.fingerprint()
