@@ -891,6 +891,14 @@ public final class OutboxEngine {
             }
             claimSizer.completedOne()
             let status = (try? result.get())?.status
+            if case .success(let response) = result, response.withoutHTTP2, live.contains(claimed.target.provider) {
+                // Not the provider's HTTP/2 (the fact sheet: fail hard): the provider stops for the run (78). This
+                // answer is recorded as any other: the push was sent, and one released unrecorded went again every run.
+                let why = "\(HTTP2Client.origin(request.url)) answered without HTTP/2 (ALPN did not negotiate h2: a proxy in between, or not the provider's server; check the endpoint setting and PUSH_CA_FILE)"
+                live.remove(claimed.target.provider)
+                report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? why
+                logger.error("\(provider.name): stopping: \(why)")
+            }
             var outcome = provider.classify(result)
             if case .reauthenticate = outcome, !live.contains(claimed.target.provider) {
                 // The provider already stopped for the run (its fresh credentials could not be had): the rest

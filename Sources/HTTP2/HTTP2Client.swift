@@ -326,13 +326,10 @@ public final class HTTP2Client {
         }
         var version = 0
         ccurl_easy_getinfo_long(transfer.easy, CURLINFO_HTTP_VERSION, &version)
-        if version != CURL_HTTP_VERSION_2_0 {
-            return .failure(HTTPTransportError(.notHTTP2, "\(HTTP2Client.origin(transfer.request?.url ?? "?")): the server answered without HTTP/2 (ALPN did not negotiate h2)"))
-        }
         var status = 0
         ccurl_easy_getinfo_long(transfer.easy, CURLINFO_RESPONSE_CODE, &status)
         return .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody,
-                                     bodyCutOff: transfer.bodyCutOff))
+                                     bodyCutOff: transfer.bodyCutOff, withoutHTTP2: version != CURL_HTTP_VERSION_2_0))
     }
 
     /// `scheme://authority` of a URL as written (what comes before the path, query or fragment): the key of
@@ -358,7 +355,7 @@ public final class HTTP2Client {
     }
 
     /// `https://host:port` of a URL, for messages (paths hold device tokens).
-    static func origin(_ url: String) -> String {
+    public static func origin(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return "?" }
         return "\(components.scheme ?? "https")://\(host)" + (components.port.map { ":\($0)" } ?? "")
     }

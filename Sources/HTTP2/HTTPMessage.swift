@@ -31,12 +31,17 @@ public struct HTTPResponse: Sendable {
     /// The body was longer than the client keeps (``HTTP2Client/Configuration/maximumResponseBody``): `body`
     /// is its beginning, and the rest was refused.
     public var bodyCutOff: Bool
+    /// The answer came over HTTP/1.1: ALPN did not negotiate h2 (a proxy in between, or not the provider's
+    /// server). Read all the same: the request was sent and answered, and an answer thrown away sent the push
+    /// again on every run. The caller decides whether to go on.
+    public var withoutHTTP2: Bool
 
-    public init(status: Int, headers: [(String, String)], body: [UInt8], bodyCutOff: Bool = false) {
+    public init(status: Int, headers: [(String, String)], body: [UInt8], bodyCutOff: Bool = false, withoutHTTP2: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
         self.bodyCutOff = bodyCutOff
+        self.withoutHTTP2 = withoutHTTP2
     }
 
     /// For messages about an answer that was not understood: says when its body was cut off, else nothing.

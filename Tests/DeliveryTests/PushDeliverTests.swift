@@ -887,6 +887,48 @@ import TestSupport
         #expect((states["sent"] ?? 0) + (states["retrying"] ?? 0) == 40, "\(states)")
     }
 
+    /// An FCM endpoint answering over HTTP/1.1 (a TLS-intercepting proxy trusted through PUSH_CA_FILE): the
+    /// push was sent and accepted, but its answer was thrown away and the delivery released, so every run sent
+    /// it again. The answer is recorded now, and FCM stops for the run (78), as the fact sheet asks.
+    @Test func anAnswerWithoutHTTP2IsRecordedAndTheProviderStops() throws {
+        let made = try pendingNotifications([("Android", 2)])
+        let port = Int.random(in: 20_000...40_000)
+        let script = """
+        import http.server, ssl, sys, json
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get('content-length', 0)))
+                body = json.dumps({'name': 'projects/p/messages/h1-%d' % H.n}).encode(); H.n += 1
+                self.send_response(200); self.send_header('content-type', 'application/json')
+                self.send_header('content-length', str(len(body))); self.end_headers(); self.wfile.write(body)
+            def log_message(self, *a): pass
+        H.n = 1
+        s = http.server.HTTPServer(('127.0.0.1', \(port)), H)
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])
+        c.set_alpn_protocols(['http/1.1'])
+        s.socket = c.wrap_socket(s.socket, server_side=True)
+        s.timeout = 20
+        for _ in range(5): s.handle_request()
+        """
+        let dir = push.directory
+        try push.server.configuration.certificateChainPEM.write(to: dir.appendingPathComponent("h1.pem"), atomically: true, encoding: .utf8)
+        try push.server.configuration.privateKeyPEM.write(to: dir.appendingPathComponent("h1.key"), atomically: true, encoding: .utf8)
+        let server = try ProcessRunner.start("/usr/bin/python3", ["-c", script, dir.appendingPathComponent("h1.pem").path, dir.appendingPathComponent("h1.key").path])
+        defer { kill(server.pid, SIGKILL); _ = try? server.wait() }
+        usleep(500_000)
+        var environment = push.variables
+        environment["FCM_ENDPOINT"] = "https://127.0.0.1:\(port)"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("answered without HTTP/2"), "\(result.stderr)")
+        let fcm = try delivery(token: made[0].devices[1].token)
+        #expect(fcm.state == "sent" && fcm.messageID == "projects/p/messages/h1-1", "recorded as the answer said: \(fcm)")
+        #expect(try delivery(token: made[0].devices[0].token).state == "sent", "APNs goes on")
+        let again = try Jobs.pushDeliver(db, environment: environment)
+        #expect(again.status == 0, "nothing left to send again: \(again.stderr)")
+    }
+
     @Test func dryRunListsWhatItWouldSendAndSendsNothing() throws {
         let made = try pendingNotifications([("Kari", 2)])
         let before = try f.fingerprint()
