@@ -124,7 +124,12 @@ public enum DeliverRunner {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
         try forBatches(writer)
-        engine.writer = OutboxWriter(connection: writer, claimConnection: connection)
+        engine.writer = OutboxWriter(connection: writer, claimConnection: connection, reconnect: {
+            let fresh = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
+            try forBatches(fresh)
+            logger.notice("the connection the outcomes are written on broke: writing them on a new one")
+            return fresh
+        })
         do {
             return try engine.run(scope: .all)
         } catch {

@@ -11,7 +11,14 @@ import Postgres
 /// What the engine hands over it no longer touches, and the engine reads results only through the lock:
 /// hence `@unchecked Sendable`.
 final class OutboxWriter: @unchecked Sendable {
+    /// The connection outcomes are written on as the writer started; `current` is the one of the moment.
     let connection: Connection
+    /// The connection writes go to now: a new one after the last broke (touched only on `queue`).
+    private var current: Connection
+    /// Opens a new connection for the writes when theirs broke (nil: none is opened, and the write fails).
+    private let reconnect: (() throws -> Connection)?
+    /// Waits between attempts to reconnect: a server restarting (a crash, a failover) takes a few seconds.
+    static let reconnectWaits: [TimeInterval] = [0.5, 1, 2, 4]
     /// Where claims run: the engine's connection, which the engine uses only after `drain`.
     let claimConnection: Connection
     private let queue = DispatchQueue(label: "mentor-push.outbox-writer")
@@ -34,9 +41,38 @@ final class OutboxWriter: @unchecked Sendable {
     /// Time spent writing and claiming, for the debug log.
     private var busy: (writes: Duration, claims: Duration) = (.zero, .zero)
 
-    init(connection: Connection, claimConnection: Connection) {
+    init(connection: Connection, claimConnection: Connection, reconnect: (() throws -> Connection)? = nil) {
         self.connection = connection
+        self.current = connection
         self.claimConnection = claimConnection
+        self.reconnect = reconnect
+    }
+
+    /// Writes `recorder` on the current connection; when the connection breaks, on a new one (the same write
+    /// again: every outcome is written only while its claim holds, so a write that did commit before the break
+    /// changes nothing the second time). Without this, one dropped connection left every push already sent
+    /// unrecorded, to be sent again once its lease ran out, and the claimed pushes not yet sent leased for the
+    /// lease's length and counted as attempts.
+    private func write(_ recorder: OutcomeRecorder, _ flush: (OutcomeRecorder) throws -> Int) throws -> Int {
+        var waits = reconnect == nil ? [] : OutboxWriter.reconnectWaits
+        while true {
+            recorder.connection = current
+            do {
+                return try flush(recorder)
+            } catch let error as PostgresError where error.isConnectionLoss && !waits.isEmpty {
+                var lastError: Error = error
+                while !waits.isEmpty {
+                    Thread.sleep(forTimeInterval: waits.removeFirst())
+                    do {
+                        current = try reconnect!()
+                        break
+                    } catch {
+                        lastError = error
+                        if waits.isEmpty { throw lastError }
+                    }
+                }
+            }
+        }
     }
 
     /// Writes `recorder`'s outcomes with `flush` (the engine's, which retries on a deadlock). After a write
@@ -53,7 +89,7 @@ final class OutboxWriter: @unchecked Sendable {
         queue.async { [self] in
             let recorder = buffer.value
             let started = ContinuousClock.now
-            let result = Result { lock.withLock { writeFailure } == nil ? try writeOut.value(recorder) : 0 }
+            let result = Result { lock.withLock { writeFailure } == nil ? try write(recorder, writeOut.value) : 0 }
             lock.withLock {
                 queuedWrites -= 1
                 lock.broadcast()

@@ -4,7 +4,9 @@ import Postgres
 /// Buffers delivery outcomes and writes them in one statement per flush: the deliveries' new state
 /// and one `delivery_events` row each; retired tokens, with their other open deliveries settled.
 final class OutcomeRecorder {
-    let connection: Connection
+    /// Where `flush` writes: the writer's connection of the moment, set when the write starts (it may have
+    /// reconnected since this recorder was made).
+    var connection: Connection
     /// One delivery's new state. `state`, `nextAttempt`, `error`, `messageID` nil keep the stored value;
     /// `event` nil writes no event (a release).
     private struct Outcome {

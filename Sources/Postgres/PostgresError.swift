@@ -59,6 +59,18 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
     /// to connect to it, or the TLS setup (a certificate that does not verify, a CA file missing).
     public enum RefusedLogin: Sendable { case login, database, connectPrivilege, tls }
 
+    /// The database went away or cannot be reached now (worth reconnecting to), not a bad query, URL or login:
+    /// the connection broke, or the server ended the session (an admin, a shutdown, a crash: 57P01–57P03) or
+    /// reported a connection exception (08).
+    public var isConnectionLoss: Bool {
+        switch self {
+        case .connectionFailed: return refusedLogin == nil
+        case .connectionLost: return true
+        case .server(let server): return server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P")
+        default: return false
+        }
+    }
+
     /// The SQLSTATE of a server error, if this is one.
     public var sqlState: String? {
         if case .server(let error) = self { return error.sqlState }

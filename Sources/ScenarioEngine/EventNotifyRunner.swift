@@ -237,9 +237,7 @@ public struct EventNotifyRunner {
     static func isConnectionLoss(_ error: Error) -> Bool {
         switch error {
         case let failure as JobFailure: return failure.status == .unavailable
-        case let error as PostgresError where error.refusedLogin != nil: return false
-        case PostgresError.connectionFailed, PostgresError.connectionLost: return true
-        case PostgresError.server(let server): return server.sqlState.hasPrefix("08") || server.sqlState.hasPrefix("57P")
+        case let error as PostgresError: return error.isConnectionLoss
         default: return false
         }
     }
