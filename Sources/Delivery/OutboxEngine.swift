@@ -475,7 +475,10 @@ public final class OutboxEngine {
     }
 
     /// An outcome buffer for the connection that will write it.
-    func makeRecorder() -> OutcomeRecorder { OutcomeRecorder(connection: writer?.connection ?? connection) }
+    func makeRecorder() -> OutcomeRecorder { OutcomeRecorder(connection: writer?.connection ?? outcomeConnection ?? connection) }
+
+    /// Without a writer: the connection outcomes are written on since the engine's own broke (`flush`).
+    private var outcomeConnection: Connection?
 
     /// Claims the next batch of due deliveries to `providers`, none to an endpoint in `excluding` (one this
     /// run could not reach: its deliveries stay due for the next run, and are not claimed again and again).
@@ -1108,6 +1111,10 @@ public final class OutboxEngine {
         defer { flushTime.withLock { $0 += ContinuousClock.now - started } }
         var delay = 0.1
         var attempt = 1
+        // Without a writer (a scenario job, event-notify): a connection that breaks is replaced, and the same
+        // write made again, as push-deliver's writer does (see `OutboxWriter`): the pushes sent were otherwise
+        // sent again once their lease ran out. The claims that follow fail on the broken one, and the run ends.
+        var reconnectWaits = writer == nil ? OutboxWriter.reconnectWaits : []
         while true {
             do {
                 return try recorder.flush()
@@ -1116,6 +1123,17 @@ public final class OutboxEngine {
                 Thread.sleep(forTimeInterval: delay)
                 delay *= 4
                 attempt += 1
+            } catch let error as PostgresError where error.isConnectionLoss && !reconnectWaits.isEmpty {
+                logger.notice("recording outcomes: \(error); writing them on a new connection")
+                while true {
+                    Thread.sleep(forTimeInterval: reconnectWaits.removeFirst())
+                    do {
+                        let fresh = try connection.sibling(applicationName: "mentor-push outcomes")
+                        outcomeConnection = fresh
+                        recorder.connection = fresh
+                        break
+                    } catch where !reconnectWaits.isEmpty {}
+                }
             }
         }
     }

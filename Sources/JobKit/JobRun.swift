@@ -200,12 +200,22 @@ public final class JobRun {
             _ = try? connection.execute("UPDATE job_runs SET finished_at = now(), error = \(message) WHERE id = \(runID)")
             return
         }
+        let end: Query = """
+            UPDATE job_runs SET finished_at = now(), outcome = \(outcome), counts = \(JSONText(counts().json))::jsonb, error = \(message)
+             WHERE id = \(runID)
+            """
         do {
-            try connection.execute("""
-                UPDATE job_runs SET finished_at = now(), outcome = \(outcome), counts = \(JSONText(counts().json))::jsonb, error = \(message)
-                 WHERE id = \(runID)
-                """)
+            try connection.execute(end)
             try connection.execute("SELECT pg_advisory_unlock(\(JobRun.runLockSpace), \(runID)::int)")
+        } catch let error as PostgresError where error.isConnectionLoss {
+            // The run's connection broke (often why the run failed): its row says so on a new one, or it stayed
+            // "running" until a later run called it abandoned, and the reason was on stderr alone. The run's lock
+            // went with the broken session.
+            do {
+                try connection.sibling(applicationName: job).execute(end)
+            } catch {
+                logger.error("could not record the end of run \(runID): \(error)")
+            }
         } catch {
             logger.error("could not record the end of run \(runID): \(error)")
         }

@@ -692,12 +692,40 @@ import TestSupport
         #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
         let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
         #expect(leased == 0, "the claimed pushes not sent are given back")
+        // The run's own row says how it ended, written on a new connection (it stayed "running").
+        let ended: [String] = try f.connection.query("SELECT outcome || ' ' || coalesce(error, '') FROM job_runs WHERE job = 'push-deliver' AND finished_at IS NOT NULL").map { try $0.decode(0) }
+        #expect(ended.count == 1 && ended[0].contains("terminating connection"), "\(ended)")
 
         // The next run sends the rest, and none of them twice.
         let next = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try states() == ["sent": 60])
         #expect(Set(pushes(.apns).compactMap(\.deviceToken)).count == pushes(.apns).count, "no push sent twice")
+    }
+
+    /// The same in a scenario job, which delivers on its own connection, in line: the outcomes of the pushes it
+    /// sent are written on a new connection when that one breaks (they were lost, and sent again once their
+    /// lease ran out), and the claimed ones not sent are given back.
+    @Test func aScenarioJobWhoseConnectionBreaksWhileItDeliversLosesNoOutcome() throws {
+        let org = try f.organization("Org")
+        for i in 0..<40 { _ = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 1) }
+        push.server.inject(.slow(seconds: 0.1), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "2"
+        let running = try ProcessRunner.start(Paths.executable("inactivity-check"),
+                                              ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
+        defer { kill(running.pid, SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < 6 && Date() < deadline { usleep(20_000) }
+        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'inactivity-check' AND datname = current_database()")
+        let result = try running.wait(timeout: 30)
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(!result.stderr.contains("pushes that were sent"), "\(result.stderr)")
+        let answered = pushes(.apns).filter { $0.status == 200 }.count
+        let after = try states()
+        #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
+        let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
+        #expect(leased == 0, "the claimed pushes not sent are given back")
     }
 
     /// The answers of a window came together and one is slow: those answered are recorded within a second, not
