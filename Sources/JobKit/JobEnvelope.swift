@@ -59,8 +59,11 @@ extension JobFailure {
                 self.init(.config, "\(error) (check the database name in --database-url or DATABASE_URL, or run migrate against the right database)")
             case .connectionFailed, .connectionLost:
                 self.init(.unavailable, "\(error)")
+            case .server(let server) where server.sqlState == SQLState.queryCanceled && server.message.contains("user request"):
+                // pg_cancel_backend (an administrator, a client tool), not our timeout.
+                self.init(.tempFail, "\(error) (cancelled from another session: try again)")
             case .server(let server) where server.sqlState == SQLState.queryCanceled:
-                self.init(.tempFail, "\(error) (statement timeout: raise --statement-timeout or try again later)")
+                self.init(.tempFail, "\(error) (statement timeout: often a lock another session holds, which a longer timeout only waits on longer; else a slow statement, then raise --statement-timeout; try again later)")
             case .server(let server) where [SQLState.serializationFailure, SQLState.deadlockDetected, SQLState.lockNotAvailable].contains(server.sqlState):
                 self.init(.tempFail, "\(error) (another transaction was in the way: try again)")
             case .server(let server) where server.sqlState == SQLState.insufficientPrivilege && server.message.hasPrefix("delivery_events"):

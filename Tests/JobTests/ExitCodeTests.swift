@@ -148,6 +148,37 @@ import TestSupport
         #expect(JobFailure(classifying: PostgresError.connectionFailed(message: "SSL SYSCALL error: EOF detected")).status == .unavailable)
     }
 
+    /// A statement cancelled from another session (pg_cancel_backend) was reported as our statement timeout,
+    /// with the advice to raise it; a timeout is most often a lock another session holds, which a longer
+    /// timeout only waits on longer.
+    @Test func aCancelledStatementIsNotCalledATimeout() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let timedOut = try db.connect()
+        do {
+            try timedOut.execute("SET statement_timeout = 50")
+            try timedOut.execute("SELECT pg_sleep(2)")
+            Issue.record("no timeout")
+        } catch {
+            let failure = JobFailure(classifying: error)
+            #expect(failure.status == .tempFail && failure.message.contains("statement timeout: often a lock"), "\(failure.message)")
+        }
+        let cancelled = try db.connect()
+        let pid: Int = try cancelled.query("SELECT pg_backend_pid()").first!.decode(0)
+        let url = db.url
+        let canceller = Thread {
+            usleep(300_000)
+            _ = try? Connection(url: url, applicationName: "tests").execute("SELECT pg_cancel_backend(\(pid))")
+        }
+        canceller.start()
+        do {
+            try cancelled.execute("SELECT pg_sleep(5)")
+            Issue.record("not cancelled")
+        } catch {
+            let failure = JobFailure(classifying: error)
+            #expect(failure.status == .tempFail && failure.message.contains("cancelled from another session"), "\(failure.message)")
+        }
+    }
+
     @Test func unknownOrganizationExits64() throws {
         let db = try TestCluster.shared().makeDatabase()
         let result = try Jobs.run("inactivity-check", ["--org", "00000000-0000-4000-8000-000000000999"], database: db)
