@@ -41,6 +41,8 @@ public final class ScenarioDelivery: JobDelivery {
         loadedFiles = settings?.credentialFilesNow ?? []
     }
 
+    public private(set) var failedSoFar: String?
+
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
         if credentialsRefused, let loaded = settings, loaded.credentialFilesNow != loadedFiles {
             // Credentials refused last time: the files are read again, as they are now (a service account's key
@@ -71,7 +73,15 @@ public final class ScenarioDelivery: JobDelivery {
             if finishesOnStop { engine.stop = .never }
             self.engine = (ObjectIdentifier(connection), engine)
         }
-        let report = try engine.run(scope: .jobRun(runID))
+        let report: DeliveryReport
+        do {
+            report = try engine.run(scope: .jobRun(runID))
+        } catch {
+            var partial = total
+            partial.add(engine.lastReport)
+            failedSoFar = partial.json
+            throw error
+        }
         credentialsRefused = credentialsRefused || report.credentialsRefused
         total.add(report)
         return DeliveryResult(json: total.json, sentence: report.sentence, status: report.exitStatus, stoppedBy: report.stoppedBy)

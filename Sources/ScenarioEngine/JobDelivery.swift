@@ -9,6 +9,8 @@ public protocol JobDelivery: AnyObject {
     func prepare() throws
     /// Sends the deliveries of this run's notifications; nil when no provider is configured.
     func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult?
+    /// After `deliver` threw: what delivery did before it failed (the summary's `push`), if anything.
+    var failedSoFar: String? { get }
 }
 
 /// What delivery did, as the run's summary shows it.

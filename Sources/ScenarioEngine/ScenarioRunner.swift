@@ -120,8 +120,16 @@ public struct ScenarioRunner<S: Scenario> {
         Output.flush() // the plan first, then the log line about it
         logger.info("\(summary.sentence)")
         if let writer, let runID = run.runID {
-            if let delivery, summary.deliveries > 0, run.stoppedBy == nil,
-               let result = try delivery.deliver(runID: runID, connection: writer, logger: logger) {
+            let delivered: DeliveryResult?
+            do {
+                delivered = delivery != nil && summary.deliveries > 0 && run.stoppedBy == nil
+                    ? try delivery!.deliver(runID: runID, connection: writer, logger: logger) : nil
+            } catch {
+                // The summary and the run's row say what went out before it failed (they said nothing).
+                summary.push = delivery?.failedSoFar
+                throw error
+            }
+            if let result = delivered {
                 summary.push = result.json
                 logger.info("\(result.sentence)")
                 if result.status != .ok { run.degrade(result.status, result.sentence) }

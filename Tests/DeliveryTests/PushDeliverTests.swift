@@ -726,6 +726,7 @@ import TestSupport
         #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
         let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
         #expect(leased == 0, "the claimed pushes not sent are given back")
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == answered, "the summary says what went out: \(result.stdout)")
     }
 
     /// The answers of a window came together and one is slow: those answered are recorded within a second, not
