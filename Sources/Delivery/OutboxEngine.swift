@@ -223,28 +223,34 @@ public final class OutboxEngine {
                 usable.remove(kind)
             }
         }
-        while !usable.isEmpty && !stop.isRequested {
-            let batch: [Claimed]
-            if let writer, writer.isClaiming {
-                let waitStarted = ContinuousClock.now
-                writer.drain() // the batch claimed ahead while the last one went out
-                countClaimWait(since: waitStarted)
-                batch = writer.takeClaimed() ?? []
-                if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
-            } else {
-                // What was handed over (releases among it) is written first, so this claim can take it again.
-                if let writer {
-                    writer.drain()
+        do {
+            while !usable.isEmpty && !stop.isRequested {
+                let batch: [Claimed]
+                if let writer, writer.isClaiming {
+                    let waitStarted = ContinuousClock.now
+                    writer.drain() // the batch claimed ahead while the last one went out
+                    countClaimWait(since: waitStarted)
+                    // (A failure first: the batch stays with the writer, and is given back below.)
                     if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
+                    batch = writer.takeClaimed() ?? []
+                } else {
+                    // What was handed over (releases among it) is written first, so this claim can take it again.
+                    if let writer {
+                        writer.drain()
+                        if let error = writer.error { logUnrecorded(writer.unrecordedSentIDs); throw error }
+                    }
+                    let claimStarted = ContinuousClock.now
+                    batch = try claim(scope: scope, providers: usable, excluding: endpointsLeftOut(of: usable),
+                                      limit: writer == nil ? batchSize : claimSizer.next())
+                    timings.claims += ContinuousClock.now - claimStarted
                 }
-                let claimStarted = ContinuousClock.now
-                batch = try claim(scope: scope, providers: usable, excluding: endpointsLeftOut(of: usable),
-                                  limit: writer == nil ? batchSize : claimSizer.next())
-                timings.claims += ContinuousClock.now - claimStarted
+                if batch.isEmpty { break }
+                report.claimed += batch.count
+                try send(batch, scope: scope, usable: &usable, report: &report)
             }
-            if batch.isEmpty { break }
-            report.claimed += batch.count
-            try send(batch, scope: scope, usable: &usable, report: &report)
+        } catch {
+            report.released += giveBackAfterFailure()
+            throw error
         }
         // Tokens still held had no push of their provider and environment succeed beside them: their
         // answer may be our setup's (the fact sheet: drop them only when the configuration is known to be
@@ -296,6 +302,28 @@ public final class OutboxEngine {
         report.stoppedBy = stop.requestedSignalName
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
+    }
+
+    /// A run that fails gives back what it holds and has not sent: the suspects held to the end of the run (sent,
+    /// but neither retired nor tried again: as a stop sends them back) and a batch claimed ahead. They stayed
+    /// leased for the lease's length, and the next claim counted each as an attempt. Returns how many.
+    private func giveBackAfterFailure() -> Int {
+        let recorder = makeRecorder()
+        var count = 0
+        for held in suspects.values { for h in held { recorder.release(h.claimed); count += 1 } }
+        suspects.removeAll()
+        if let writer {
+            writer.drain()
+            for claimed in writer.takeClaimed() ?? [] { recorder.release(claimed); count += 1 }
+        }
+        guard count > 0 else { return 0 }
+        do {
+            if let writer { try writer.writeReleases(recorder, with: flush) } else { _ = try flush(recorder) }
+        } catch {
+            logger.warning("could not give back \(count) claimed deliveries (due again when their claim runs out): \(error)")
+            return 0
+        }
+        return count
     }
 
     /// For the debug log: how long this thread (the one sending the pushes) was on a core since `start`, and

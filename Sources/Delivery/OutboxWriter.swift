@@ -105,6 +105,13 @@ final class OutboxWriter: @unchecked Sendable {
         }
     }
 
+    /// Writes `recorder` (releases only: what a failed run gives back) after everything handed over, even after
+    /// a write failed: each release is fenced by its claim's lease, so it cannot undo or overtake another
+    /// outcome. Throws what the write met.
+    func writeReleases(_ recorder: OutcomeRecorder, with flush: (OutcomeRecorder) throws -> Int) throws {
+        try queue.sync { _ = try write(recorder, flush) }
+    }
+
     /// Starts claiming the next batch with `claim`; `takeClaimed` hands it over once it is there.
     func requestClaim(_ claim: @escaping () throws -> [OutboxEngine.Claimed]) {
         let afterWrites = lock.withLock {

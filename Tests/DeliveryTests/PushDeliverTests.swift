@@ -264,6 +264,33 @@ import TestSupport
         #expect(pushes(.apns).count == 35, "each sent once")
     }
 
+    /// Suspects are held to the end of the run; a run that failed before its end left them leased for the
+    /// lease's length, and the next claim counted each as an attempt. A failed run gives them back.
+    @Test func aRunThatFailsGivesBackTheSuspectsItHeld() throws {
+        let made = try pendingNotifications((0..<4).map { ("Mentor \($0)", 1) })
+        let suspects = made.prefix(3).flatMap(\.devices), last = made[3].devices[0]
+        for device in suspects { push.server.setToken(device.token, .badDeviceToken) }
+        push.server.setToken(last.token, .unregistered(timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000))
+        try f.makeDue(where: "d.device_token_id = ANY(\(PostgresArray(suspects.map(\.id)))::bigint[])", secondsAgo: 60)
+        // The last push's outcome cannot be written: the run fails after the suspects were held.
+        try f.connection.execute("""
+            CREATE FUNCTION refuse_failed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.event IN ('failed', 'retired') THEN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '55P03'; END IF; RETURN NEW; END $$
+            """)
+        try f.connection.execute("CREATE TRIGGER refuse_failed BEFORE INSERT ON delivery_events FOR EACH ROW EXECUTE FUNCTION refuse_failed()")
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 75, "\(result.stderr)")
+        #expect(pushes(.apns).count == 4)
+        let leased: [Int] = try f.connection.query("""
+            SELECT d.device_token_id FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE q.lease_until > now() ORDER BY 1
+            """).map { try $0.decode(0) }
+        #expect(leased == [last.id], "only the push whose outcome could not be written stays claimed: \(leased)")
+        let attempts: Int = try f.connection.query("SELECT sum(attempts)::int FROM deliveries WHERE device_token_id = ANY(\(PostgresArray(suspects.map(\.id)))::bigint[])").first!.decode(0)
+        #expect(attempts == 0)
+    }
+
     /// Production's tokens all answer BadDeviceToken: production's setup is suspect and only its pushes stop
     /// (78), none retired. The one sandbox suspect held beside them is no reason to retire its token either:
     /// with no sandbox push succeeding in the run, it is tried again later, as any lone suspect is.
