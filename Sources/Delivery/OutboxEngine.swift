@@ -83,6 +83,19 @@ public final class OutboxEngine {
     /// Endpoints stopped because `suspectLimit` tokens answered as if our setup were wrong: a success that was
     /// still on its way proves the setup right after all, and they go on.
     private var stoppedAsSuspect = Set<SuspectKey>()
+    /// Endpoints whose setup a push proved right in an earlier run (0035), as it is set now: their suspects are
+    /// retired at once, up to `suspectLimit` in a run with no success of its own; past that the proof is withdrawn
+    /// and they are held as without one (a setup gone wrong since must not retire every token in one run).
+    private var provenEarlier = Set<SuspectKey>()
+    /// Of those, the ones proved within the hour: a success writes no new proof (event-notify's runs are a batch each).
+    private var provenLately = Set<SuspectKey>()
+    /// Suspects retired in this run on an earlier run's proof alone, by endpoint.
+    private var retiredOnEarlierProof: [SuspectKey: Int] = [:]
+    /// Why an endpoint was stopped as misconfigured (suspect, or a key for the other environment), and why a
+    /// provider was stopped as a whole (its credentials refused, an answer without HTTP/2): what the run's 78
+    /// says once a stop as suspect is lifted.
+    private var brokenEndpoints: [SuspectKey: String] = [:]
+    private var providerStops: [PushTarget.Provider: String] = [:]
     /// Tokens this run retired: their deliveries still queued in a batch are settled, not sent.
     private var retiredTokens = Set<Int>()
     /// Endpoints stopped for this run, by provider and environment, with the reason: one that could not be
@@ -188,6 +201,11 @@ public final class OutboxEngine {
         platformRefusals.removeAll()
         confirmedThisRun.removeAll()
         stoppedAsSuspect.removeAll()
+        provenEarlier.removeAll()
+        provenLately.removeAll()
+        retiredOnEarlierProof.removeAll()
+        brokenEndpoints.removeAll()
+        providerStops.removeAll()
         var report = DeliveryReport()
         // What the run did, kept when it throws too: a failed run's summary says what went out before.
         defer { lastReport = report }
@@ -209,9 +227,10 @@ public final class OutboxEngine {
             stopEndpoint(hold.endpoint, reason: why, live: &usable)
         }
         // Setups proved right by a push in an earlier run (0035), as they are set now.
-        for (endpoint, setup) in try OutboxEngine.confirmedSetups(on: connection)
-            where providers[endpoint.provider]?.setup(of: endpoint.environment) == setup {
-            confirmed.insert(endpoint)
+        for proof in try OutboxEngine.confirmedSetups(on: connection)
+            where providers[proof.endpoint.provider]?.setup(of: proof.endpoint.environment) == proof.setup {
+            provenEarlier.insert(proof.endpoint)
+            if proof.lately { provenLately.insert(proof.endpoint) }
         }
         for (kind, provider) in providers where usable.contains(kind) {
             do { try provider.prepare() } catch {
@@ -381,6 +400,17 @@ public final class OutboxEngine {
         }
     }
 
+    /// Stops a provider as a whole for the run (78): its credentials refused, an answer without HTTP/2. A stop
+    /// as suspect lifted later leaves it stopped.
+    private func stopProvider(_ provider: PushTarget.Provider, reason: String, live: inout Set<PushTarget.Provider>,
+                              report: inout DeliveryReport) {
+        if providerStops[provider] == nil { providerStops[provider] = reason }
+        guard live.contains(provider), let name = providers[provider]?.name else { return }
+        live.remove(provider)
+        report.brokenProviders[name] = reason
+        logger.error("\(name): stopping: \(reason)")
+    }
+
     /// The longest an endpoint is held for its provider's Retry-After: a later run tries again then, whatever
     /// the provider named (a broken header must not stop the pushes for a day).
     static let longestHold: TimeInterval = 3600
@@ -396,15 +426,16 @@ public final class OutboxEngine {
 
     static let allEndpoints = [PushTarget.Provider.apns, .fcm, .webpush, .expo].flatMap(endpoints(of:))
 
-    /// The setups pushes proved right within `confirmedSetupLife` (0035's `confirmed_setups`), by endpoint.
-    static func confirmedSetups(on connection: Connection) throws -> [(endpoint: SuspectKey, setup: String)] {
+    /// The setups pushes proved right within `confirmedSetupLife` (0035's `confirmed_setups`), by endpoint, and
+    /// whether within the hour.
+    static func confirmedSetups(on connection: Connection) throws -> [(endpoint: SuspectKey, setup: String, lately: Bool)] {
         try connection.query("""
-            SELECT endpoint, setup FROM confirmed_setups
+            SELECT endpoint, setup, confirmed_at > now() - interval '1 hour' FROM confirmed_setups
              WHERE confirmed_at > now() - make_interval(secs => \(OutboxEngine.confirmedSetupLife))
             """).compactMap { row in
             let endpoint: String = try row.decode(0)
             guard let key = allEndpoints.first(where: { $0.description == endpoint }) else { return nil }
-            return (key, try row.decode(1))
+            return (key, try row.decode(1), try row.decode(2))
         }
     }
 
@@ -922,15 +953,15 @@ public final class OutboxEngine {
             }
             claimSizer.completedOne()
             let status = (try? result.get())?.status
-            if case .success(let response) = result, response.withoutHTTP2, live.contains(claimed.target.provider) {
-                // Not the provider's HTTP/2 (the fact sheet: fail hard): the provider stops for the run (78). This
-                // answer is recorded as any other: the push was sent, and one released unrecorded went again every run.
-                let why = "\(HTTP2Client.origin(request.url)) answered without HTTP/2 (ALPN did not negotiate h2: a proxy in between, or not the provider's server; check the endpoint setting and PUSH_CA_FILE)"
-                live.remove(claimed.target.provider)
-                report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? why
-                logger.error("\(provider.name): stopping: \(why)")
-            }
             var outcome = provider.classify(result)
+            if case .success(let response) = result, response.withoutHTTP2 {
+                // Not the provider's HTTP/2 (the fact sheet: fail hard): the provider stops for the run (78). An answer
+                // that is the provider's own is recorded as any other (the push was sent: released unrecorded, it
+                // went again every run); any other (a proxy's 502) costs no attempt.
+                let why = "\(HTTP2Client.origin(request.url)) answered without HTTP/2 (ALPN did not negotiate h2: a proxy in between, or not the provider's server; check the endpoint setting and PUSH_CA_FILE)"
+                if case .retry = outcome { outcome = .credentialsBroken(reason: why) }
+                stopProvider(claimed.target.provider, reason: why, live: &live, report: &report)
+            }
             if case .reauthenticate = outcome, !live.contains(claimed.target.provider) {
                 // The provider already stopped for the run (its fresh credentials could not be had): the rest
                 // of the window's 401s wait for the next run, with no credentials asked for again.
@@ -976,18 +1007,22 @@ public final class OutboxEngine {
                 recorder.settle(claimed, state: "sent", event: "sent", error: nil, status: status, messageID: messageID, attempts: attempt)
                 report.count(.sent, claimed.target.provider)
                 let key = OutboxEngine.suspectKey(claimed.target)
-                if confirmedThisRun.insert(key).inserted {
+                if confirmedThisRun.insert(key).inserted && !provenLately.contains(key) {
                     recorder.confirm(key.description, setup: provider.setup(of: key.environment))
                 }
                 if confirmed.insert(key).inserted, let held = suspects.removeValue(forKey: key) {
                     for h in held { retire(h.claimed, reason: h.reason, status: h.status, since: nil, recorder: recorder, report: &report) }
                 }
-                if stoppedAsSuspect.remove(key) != nil, let why = stoppedEndpoints[key], report.brokenProviders[provider.name] == why {
-                    // Stopped as misconfigured while this push was on its way (and for nothing else): the setup is
-                    // right after all, and the endpoint's pushes go on.
+                if stoppedAsSuspect.remove(key) != nil, let why = brokenEndpoints.removeValue(forKey: key) {
+                    // Stopped as misconfigured while this push was on its way: the setup is right after all, and the
+                    // endpoint's pushes go on, unless the provider stopped as a whole meanwhile. The run's 78 says
+                    // what else is still stopped, if anything.
                     stoppedEndpoints[key] = nil
-                    report.brokenProviders[provider.name] = nil
-                    live.insert(key.provider)
+                    if providerStops[key.provider] == nil { live.insert(key.provider) }
+                    if report.brokenProviders[provider.name] == why {
+                        report.brokenProviders[provider.name] = providerStops[key.provider]
+                            ?? brokenEndpoints.first(where: { $0.key.provider == key.provider })?.value
+                    }
                     logger.notice("\(key): a push succeeded after all: the setup is right, its pushes go on")
                 }
             case .retry(let after, let reason):
@@ -995,10 +1030,12 @@ public final class OutboxEngine {
                     // An endpoint that names when to come back, or fails this many times in a row, stops for the run;
                     // its pushes not yet sent go back, due for the next run, with no attempt counted.
                     let key = OutboxEngine.suspectKey(claimed.target)
-                    let sameBreak = status == nil && claimed.startedAs <= noAnswerCountedUpTo[key, default: 0]
+                    // Only a connection that broke (not a timeout, each push's own) takes its window down as one.
+                    let broke: Bool = { if case .failure(let error) = result { return error.kind == .broken } else { return false } }()
+                    let sameBreak = broke && claimed.startedAs <= noAnswerCountedUpTo[key, default: 0]
                     let inARow = serverFailuresInARow[key, default: 0] + (sameBreak ? 0 : 1)
                     serverFailuresInARow[key] = max(inARow, 1)
-                    if status == nil && !sameBreak { noAnswerCountedUpTo[key] = startedPushes }
+                    if broke && !sameBreak { noAnswerCountedUpTo[key] = startedPushes }
                     if isSending(key, live: live), ((after ?? 0) > 0 && status != nil) || inARow >= serverFailureLimit {
                         serverFailuresInARow[key] = nil
                         if let after, after > 0, let status {
@@ -1029,6 +1066,18 @@ public final class OutboxEngine {
                 logger.info("\(claimed.target.provider.rawValue): token \(claimed.target.redacted) kept: \(why)")
             case .tokenDead(let reason, let since):
                 let key = OutboxEngine.suspectKey(claimed.target)
+                if OutboxEngine.suspectReasons.contains(reason), !confirmed.contains(key), provenEarlier.contains(key) {
+                    if retiredOnEarlierProof[key, default: 0] + (suspects[key]?.count ?? 0) + 1 < suspectLimit {
+                        retiredOnEarlierProof[key, default: 0] += 1
+                        retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
+                        break
+                    }
+                    // Too many for an earlier run's proof to vouch for, with no success in this one: the proof is
+                    // withdrawn, and the rest are held as with none.
+                    provenEarlier.remove(key)
+                    recorder.withdrawProof(key.description)
+                    logger.warning("\(key): \(retiredOnEarlierProof[key, default: 0] + 1) tokens answered \(reason) with no push succeeding in this run: the setup proved in an earlier run is no longer taken as proven")
+                }
                 guard OutboxEngine.suspectReasons.contains(reason), !confirmed.contains(key) else {
                     retire(claimed, reason: reason, status: status, since: since, recorder: recorder, report: &report)
                     break
@@ -1045,6 +1094,7 @@ public final class OutboxEngine {
                     // and retires them (released at once, they headed the next run's claim and stopped it again).
                     let why = "\(suspects[key]!.count) tokens in a row answered \(reason) and none succeeded: the \(key) environment, topic or project is probably wrong, so no token was retired"
                     report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? why
+                    brokenEndpoints[key] = why
                     stopEndpoint(key, reason: why, live: &live)
                     stoppedAsSuspect.insert(key)
                 }
@@ -1054,11 +1104,7 @@ public final class OutboxEngine {
             case .credentialsBroken(let reason):
                 // Our setup: the provider stops for the run (78); the push waits, no attempt counted.
                 report.credentialsRefused = true
-                if live.contains(claimed.target.provider) {
-                    live.remove(claimed.target.provider)
-                    report.brokenProviders[provider.name] = reason
-                    logger.error("\(provider.name): stopping: \(reason)")
-                }
+                stopProvider(claimed.target.provider, reason: reason, live: &live, report: &report)
                 recorder.release(claimed)
                 report.held += 1
             case .unreachable(let reason):
@@ -1077,19 +1123,28 @@ public final class OutboxEngine {
                 let key = OutboxEngine.suspectKey(claimed.target)
                 if isSending(key, live: live) {
                     report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? "\(key): \(reason)"
+                    brokenEndpoints[key] = "\(key): \(reason)"
                     stopEndpoint(key, reason: reason, live: &live)
                 }
                 recorder.release(claimed)
                 report.held += 1
             case .platformCredentialsBroken(let reason):
                 // A configuration alarm (78), but only pushes to such tokens are refused: the provider's others go on.
-                // This one waits an hour, no attempt counted (released, it headed every minute's claim and was
-                // refused again). Refused this many times with none of the endpoint's pushes succeeding (an app
-                // with no Android users), the endpoint stops for the run.
+                // This one is tried again in an hour (released, it headed every minute's claim and was refused again),
+                // an attempt each time, so that it does not wait for ever: dead after PUSH_MAX_ATTEMPTS. Refused this
+                // many times with none of the endpoint's pushes succeeding (an app with no Android users), the
+                // endpoint stops for the run.
                 let key = OutboxEngine.suspectKey(claimed.target)
                 if report.platformAlarms[provider.name] == nil { logger.error("\(provider.name): \(reason)") }
                 report.platformAlarms[provider.name] = report.platformAlarms[provider.name] ?? reason
-                recorder.postpone(claimed, until: Date().addingTimeInterval(OutboxEngine.platformCredentialsWait), why: reason)
+                if attempt >= maxAttempts {
+                    recorder.settle(claimed, state: "dead", event: "dead", error: "\(reason) (gave up after \(attempt) attempts)", status: status, attempts: attempt)
+                    report.count(.dead, claimed.target.provider)
+                } else {
+                    recorder.settle(claimed, state: "retrying", event: "retried", error: reason, status: status, attempts: attempt,
+                                    nextAttempt: Date().addingTimeInterval(OutboxEngine.platformCredentialsWait))
+                    report.count(.retried, claimed.target.provider)
+                }
                 report.waitingForSetup += 1
                 platformRefusals[key, default: 0] += 1
                 if platformRefusals[key]! >= suspectLimit, !confirmed.contains(key), isSending(key, live: live) {

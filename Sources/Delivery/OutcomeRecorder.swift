@@ -52,12 +52,11 @@ final class OutcomeRecorder {
         hasReleases = true
     }
 
-    /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours,
-    /// or `why`). Its history says so with a `postponed` event (migration 0027).
-    func postpone(_ claimed: OutboxEngine.Claimed, until: Date, why: String? = nil) {
+    /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours).
+    /// Its history says so with a `postponed` event (migration 0027).
+    func postpone(_ claimed: OutboxEngine.Claimed, until: Date) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
-                                error: why.map { "\($0): due again \(Timestamp.iso8601(until))" }
-                                    ?? "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
+                                error: "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
                                 messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
     }
 
@@ -82,9 +81,16 @@ final class OutcomeRecorder {
         confirmations[endpoint] = setup
     }
 
+    /// Withdraws every proof of `endpoint`'s setup (0035): too many of its tokens answered as if it were wrong.
+    func withdrawProof(_ endpoint: String) {
+        withdrawals.insert(endpoint)
+    }
+    private var withdrawals = Set<String>()
+
     /// Writes what is buffered; returns how many tokens were retired.
     func flush() throws -> Int {
-        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty || !holds.isEmpty || !confirmations.isEmpty else { return 0 }
+        guard !outcomes.isEmpty || !retirements.isEmpty || !cancellations.isEmpty || !holds.isEmpty || !confirmations.isEmpty
+                || !withdrawals.isEmpty else { return 0 }
         var retired = 0
         try connection.transaction {
             if !outcomes.isEmpty && !cancellations.isEmpty {
@@ -213,6 +219,9 @@ final class OutcomeRecorder {
                     """)
             }
             // Last: the rows locked above come first in every writer, so two writers never wait on each other here.
+            for endpoint in withdrawals.sorted() {
+                try connection.execute("DELETE FROM confirmed_setups WHERE endpoint = \(endpoint)")
+            }
             for (endpoint, setup) in confirmations.sorted(by: { $0.key < $1.key }) {
                 try connection.execute("""
                     INSERT INTO confirmed_setups (endpoint, setup) VALUES (\(endpoint), \(setup))
@@ -225,6 +234,7 @@ final class OutcomeRecorder {
         cancellations.removeAll()
         holds.removeAll()
         confirmations.removeAll()
+        withdrawals.removeAll()
         return retired
     }
 }

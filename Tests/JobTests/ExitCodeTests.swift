@@ -166,8 +166,13 @@ import TestSupport
         let pid: Int = try cancelled.query("SELECT pg_backend_pid()").first!.decode(0)
         let url = db.url
         let canceller = Thread {
-            usleep(300_000)
-            _ = try? Connection(url: url, applicationName: "tests").execute("SELECT pg_cancel_backend(\(pid))")
+            // Once the statement runs (a cancel that comes first hits an idle session and cancels nothing).
+            guard let admin = try? Connection(url: url, applicationName: "tests") else { return }
+            let deadline = Date().addingTimeInterval(5)
+            while Date() < deadline, (try? admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(pid) AND state = 'active' AND query LIKE '%pg_sleep%'").count) != 1 {
+                usleep(20_000)
+            }
+            _ = try? admin.execute("SELECT pg_cancel_backend(\(pid))")
         }
         canceller.start()
         do {
