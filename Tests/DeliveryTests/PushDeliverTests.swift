@@ -63,6 +63,37 @@ import TestSupport
         return try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url] + extra, environment: environment)
     }
 
+    /// inactivity-check started for 40 inactive mentors with a device each, delivering in line after its commit,
+    /// the fake answering each push after `seconds`, `concurrency` pushes in flight.
+    func inactivityCheckDeliveringSlowly(answersAfter seconds: Double, concurrency: Int) throws -> ProcessRunner.Running {
+        let org = try f.organization("Org")
+        for i in 0..<40 { _ = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 1) }
+        push.server.inject(.slow(seconds: seconds), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "\(concurrency)"
+        return try ProcessRunner.start(Paths.executable("inactivity-check"), ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
+    }
+
+    /// Waits (up to 20 s) until `count` deliveries are recorded as sent, then ends the database sessions of `job`
+    /// (as an admin's `pg_terminate_backend`, a failover or a restart would), and waits for `running` to end.
+    func breakConnections(of job: String, _ running: ProcessRunner.Running, onceSent count: Int) throws -> ProcessRunner.Result {
+        let deadline = Date().addingTimeInterval(20)
+        while (try states()["sent"] ?? 0) < count && Date() < deadline { usleep(20_000) }
+        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(job) AND datname = current_database()")
+        return try running.wait(timeout: 30)
+    }
+
+    /// After a run whose connections broke: no sent push went unrecorded (every one the fake took is `sent`), and
+    /// none stays claimed.
+    func expectNothingLostOrHeld(_ result: ProcessRunner.Result) throws {
+        #expect(!result.stderr.contains("pushes that were sent"), "\(result.stderr)")
+        let answered = pushes(.apns).filter { $0.status == 200 }.count
+        let after = try states()
+        #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
+        let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
+        #expect(leased == 0, "the claimed pushes not sent are given back")
+    }
+
     /// Waits (up to 20 s) until `count` deliveries are recorded as sent, then sends `signal` to `running`.
     func signal(_ running: ProcessRunner.Running, _ signal: Int32, onceSent count: Int) throws {
         let deadline = Date().addingTimeInterval(20)
@@ -716,10 +747,7 @@ import TestSupport
     @Test func aRunThatFailsPartWaySaysWhatWentOutBefore() throws {
         let running = try deliverSlowly(40, answersAfter: 0.1, concurrency: 1)
         defer { kill(running.pid, SIGKILL) }
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 5 && Date() < deadline { usleep(20_000) }
-        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'push-deliver' AND datname = current_database()")
-        let result = try running.wait(timeout: 30)
+        let result = try breakConnections(of: "push-deliver", running, onceSent: 5)
         #expect(result.status != 0, "\(result.stderr)")
         let sent = (result.summary?["push"] as? [String: Any])?["sent"] as? Int ?? 0
         #expect(sent >= 5, "the pushes that went out are in the summary: \(result.stdout)")
@@ -733,16 +761,8 @@ import TestSupport
     @Test func aBrokenConnectionLosesNoOutcomeAndHoldsNoClaim() throws {
         let running = try deliverSlowly(60, answersAfter: 0.1, concurrency: 4)
         defer { kill(running.pid, SIGKILL) }
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 8 && Date() < deadline { usleep(20_000) }
-        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'push-deliver' AND datname = current_database()")
-        let result = try running.wait(timeout: 30)
-        #expect(!result.stderr.contains("pushes that were sent"), "\(result.stderr)")
-        let answered = pushes(.apns).filter { $0.status == 200 }.count
-        let after = try states()
-        #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
-        let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
-        #expect(leased == 0, "the claimed pushes not sent are given back")
+        let result = try breakConnections(of: "push-deliver", running, onceSent: 8)
+        try expectNothingLostOrHeld(result)
         // The run's own row says how it ended, written on a new connection (it stayed "running").
         let ended: [String] = try f.connection.query("SELECT coalesce(error, '') FROM job_runs WHERE job = 'push-deliver' AND finished_at IS NOT NULL").map { try $0.decode(0) }
         #expect(ended.count == 1 && ended[0].contains("connection"), "\(ended)")
@@ -758,25 +778,12 @@ import TestSupport
     /// sent are written on a new connection when that one breaks (they were lost, and sent again once their
     /// lease ran out), and the claimed ones not sent are given back.
     @Test func aScenarioJobWhoseConnectionBreaksWhileItDeliversLosesNoOutcome() throws {
-        let org = try f.organization("Org")
-        for i in 0..<40 { _ = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 1) }
-        push.server.inject(.slow(seconds: 0.1), count: 1_000)
-        var environment = push.variables
-        environment["PUSH_CONCURRENCY"] = "2"
-        let running = try ProcessRunner.start(Paths.executable("inactivity-check"),
-                                              ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
+        let running = try inactivityCheckDeliveringSlowly(answersAfter: 0.1, concurrency: 2)
         defer { kill(running.pid, SIGKILL) }
-        let deadline = Date().addingTimeInterval(20)
-        while (try states()["sent"] ?? 0) < 6 && Date() < deadline { usleep(20_000) }
-        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'inactivity-check' AND datname = current_database()")
-        let result = try running.wait(timeout: 30)
+        let result = try breakConnections(of: "inactivity-check", running, onceSent: 6)
         #expect(result.status == 69, "\(result.stderr)")
-        #expect(!result.stderr.contains("pushes that were sent"), "\(result.stderr)")
+        try expectNothingLostOrHeld(result)
         let answered = pushes(.apns).filter { $0.status == 200 }.count
-        let after = try states()
-        #expect(after["sent"] == answered, "every push the provider took is recorded: \(after), \(answered) answered")
-        let leased: Int = try f.connection.query("SELECT count(*) FROM delivery_queue WHERE lease_until > now()").first!.decode(0)
-        #expect(leased == 0, "the claimed pushes not sent are given back")
         #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == answered, "the summary says what went out: \(result.stdout)")
     }
 
@@ -1546,13 +1553,7 @@ import TestSupport
     }
 
     @Test func inactivityCheckStoppedWhileDeliveringRecordsTheRunAsStoppedAndLeavesTheRestToPushDeliver() throws {
-        let org = try f.organization("Org")
-        for i in 0..<40 { _ = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 1) }
-        push.server.inject(.slow(seconds: 1), count: 1_000)
-        var environment = push.variables
-        environment["PUSH_CONCURRENCY"] = "5"
-        let running = try ProcessRunner.start(Paths.executable("inactivity-check"),
-                                              ["--database-url", db.url, "--now", Jobs.iso(f.now)], environment: environment)
+        let running = try inactivityCheckDeliveringSlowly(answersAfter: 1, concurrency: 5)
         try signal(running, SIGINT, onceSent: 5)
         let result = try running.wait()
 
