@@ -81,6 +81,9 @@ extension JobFailure {
                 self.init(.tempFail, "\(error) (the database server is short of a resource: disk, memory or connections; try again later)")
             case .decoding:
                 self.init(.dataError, "unexpected data in the database: \(error)")
+            case .server where Schema.isNewerSchema(error):
+                let version = Schema.seenVersion.withLock { $0 } ?? 0
+                self.init(.config, "\(error) (the database schema is at version \(version), newer than this build's \(Schema.requiredVersion), and a migration since changed what this statement reads: run the build that matches the schema)")
             case .server, .encoding:
                 self.init(.software, "\(error)")
             }

@@ -372,6 +372,19 @@ import TestSupport
         #expect(result.stderr.contains("schema is at version 0"))
     }
 
+    /// A schema newer than the build, where a migration since changed what a statement reads: the statement
+    /// failed as "a bug" (70). It is the deployment's mismatch: 78, naming both versions.
+    @Test func aNewerSchemaThatChangedWhatAStatementReadsExits78() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let connection = try db.connect()
+        let newer = Schema.requiredVersion + 1
+        try connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(newer), 'from a later build', 'x')")
+        try connection.execute("ALTER TABLE delivery_queue RENAME COLUMN lost_claims TO lost_claims_renamed")
+        let result = try Jobs.run("push-deliver", ["--dry-run"], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("schema is at version \(newer), newer than this build's \(Schema.requiredVersion)"), "\(result.stderr)")
+    }
+
     @Test func databaseURLFromTheEnvironmentIsUsed() throws {
         let db = try TestCluster.shared().makeDatabase()
         let result = try Jobs.run("inactivity-check", ["--dry-run"], database: nil, environment: ["DATABASE_URL": db.url])
