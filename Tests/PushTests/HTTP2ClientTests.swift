@@ -299,26 +299,31 @@ import TestSupport
 
     @Test func aServerWithoutHTTP2IsReadAndSaidToBeSo() throws {
         // An HTTPS server that only speaks HTTP/1.1 (Python's), with the same test certificate.
-        let port = Int.random(in: 20_000...40_000)
+        // It listens on a port the system picks, and says which in a file (a port picked here could be taken).
         let script = """
-        import http.server, ssl, sys
+        import http.server, ssl, sys, os
         class H(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 self.send_response(200); self.send_header('content-length', '0'); self.end_headers()
             def log_message(self, *a): pass
-        s = http.server.HTTPServer(('127.0.0.1', \(port)), H)
+        s = http.server.HTTPServer(('127.0.0.1', 0), H)
         c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])
         c.set_alpn_protocols(['http/1.1'])
         s.socket = c.wrap_socket(s.socket, server_side=True)
+        open(sys.argv[3] + '.tmp', 'w').write(str(s.server_address[1])); os.rename(sys.argv[3] + '.tmp', sys.argv[3])
         s.timeout = 10
         s.handle_request()
         """
         let dir = push.directory
+        let portFile = dir.appendingPathComponent("h1.port")
         try push.server.configuration.certificateChainPEM.write(to: dir.appendingPathComponent("h1.pem"), atomically: true, encoding: .utf8)
         try push.server.configuration.privateKeyPEM.write(to: dir.appendingPathComponent("h1.key"), atomically: true, encoding: .utf8)
-        let server = try ProcessRunner.start("/usr/bin/python3", ["-c", script, dir.appendingPathComponent("h1.pem").path, dir.appendingPathComponent("h1.key").path])
+        let server = try ProcessRunner.start("/usr/bin/python3", ["-c", script, dir.appendingPathComponent("h1.pem").path,
+                                                                  dir.appendingPathComponent("h1.key").path, portFile.path])
         defer { kill(server.pid, SIGKILL); _ = try? server.wait() }
-        usleep(500_000)
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: portFile.path) && Date() < deadline { usleep(20_000) }
+        let port = try String(contentsOf: portFile, encoding: .utf8)
         let client = try HTTP2Client(HTTP2Client.Configuration(caFile: push.caFile))
         let request = HTTPRequest(url: "https://127.0.0.1:\(port)/3/device/abcd", headers: [], body: Array("{}".utf8))
         // The answer is read (the request was sent and answered), and said to have come without HTTP/2: the
