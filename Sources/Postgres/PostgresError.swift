@@ -51,7 +51,10 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
                           "server does not support SSL, but SSL was required", "certificate present, but not private key",
                           "could not load private key file", "could not open certificate file", "could not read certificate file",
                           "private key file", "SSL error: tlsv1 alert", "SSL error: sslv3 alert"]
-        if tlsMarkers.contains(where: message.contains) { return .tls }
+        // With several hosts (`host=a,b`), libpq says why each failed: one host's certificate refused while
+        // another is down (a failover) is no setting to fix, so each must have been refused for its TLS.
+        let attempts = message.components(separatedBy: "connection to server ").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        if !attempts.isEmpty, attempts.allSatisfy({ attempt in tlsMarkers.contains(where: attempt.contains) }) { return .tls }
         return nil
     }
 

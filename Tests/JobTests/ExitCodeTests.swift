@@ -144,8 +144,11 @@ import TestSupport
         let failure = JobFailure(classifying: error)
         #expect(failure.status == .config, "\(failure.message)")
         #expect(failure.message.contains("check sslmode"), "\(failure.message)")
-        // A transient TLS failure is not one of them.
+        // A transient TLS failure is not one of them, nor one host's refusal while another is down (a failover).
         #expect(JobFailure(classifying: PostgresError.connectionFailed(message: "SSL SYSCALL error: EOF detected")).status == .unavailable)
+        let twoHosts = message + "; connection to server at \"10.0.0.6\", port 5432 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?"
+        #expect(JobFailure(classifying: PostgresError.connectionFailed(message: twoHosts)).status == .unavailable)
+        #expect(JobFailure(classifying: PostgresError.connectionFailed(message: message + "; " + message)).status == .config)
     }
 
     /// A statement cancelled from another session (pg_cancel_backend) was reported as our statement timeout,
