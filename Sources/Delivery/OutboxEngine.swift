@@ -1187,17 +1187,30 @@ public final class OutboxEngine {
         report.tokensRetired += try flush(recorder)
     }
 
-    /// Writes the recorder's outcomes, trying again (up to three times, backing off) on a deadlock or a
-    /// serialization failure: another engine writing the same rows.
+    /// Writes the recorder's outcomes (`flushRetryingConflicts`), on a new connection when its own breaks.
     private func flush(_ recorder: OutcomeRecorder) throws -> Int {
         let started = ContinuousClock.now
         defer { flushTime.withLock { $0 += ContinuousClock.now - started } }
+        guard writer == nil else { return try flushRetryingConflicts(recorder) } // the writer renews its connection
+        // Without a writer (a scenario job, event-notify): a connection that breaks is replaced, and the same
+        // write made again, as push-deliver's writer does (`OutboxWriter.renewing`): the pushes sent were otherwise
+        // sent again once their lease ran out. The claims that follow fail on the broken one, and the run ends.
+        var current = recorder.connection
+        defer { if current !== connection { outcomeConnection = current } }
+        return try OutboxWriter.renewing(&current, reconnect: { [connection, logger] in
+            logger.notice("the connection the outcomes are written on broke: writing them on a new one")
+            return try connection.sibling(applicationName: "mentor-push outcomes")
+        }) { fresh in
+            recorder.connection = fresh
+            return try flushRetryingConflicts(recorder)
+        }
+    }
+
+    /// Writes the recorder's outcomes, trying again (up to three times, backing off) on a deadlock or a
+    /// serialization failure: another engine writing the same rows.
+    private func flushRetryingConflicts(_ recorder: OutcomeRecorder) throws -> Int {
         var delay = 0.1
         var attempt = 1
-        // Without a writer (a scenario job, event-notify): a connection that breaks is replaced, and the same
-        // write made again, as push-deliver's writer does (see `OutboxWriter`): the pushes sent were otherwise
-        // sent again once their lease ran out. The claims that follow fail on the broken one, and the run ends.
-        var reconnectWaits = writer == nil ? OutboxWriter.reconnectWaits : []
         while true {
             do {
                 return try recorder.flush()
@@ -1206,17 +1219,6 @@ public final class OutboxEngine {
                 Thread.sleep(forTimeInterval: delay)
                 delay *= 4
                 attempt += 1
-            } catch let error as PostgresError where error.isConnectionLoss && !reconnectWaits.isEmpty {
-                logger.notice("recording outcomes: \(error); writing them on a new connection")
-                while true {
-                    Thread.sleep(forTimeInterval: reconnectWaits.removeFirst())
-                    do {
-                        let fresh = try connection.sibling(applicationName: "mentor-push outcomes")
-                        outcomeConnection = fresh
-                        recorder.connection = fresh
-                        break
-                    } catch where !reconnectWaits.isEmpty {}
-                }
             }
         }
     }

@@ -48,28 +48,37 @@ final class OutboxWriter: @unchecked Sendable {
         self.reconnect = reconnect
     }
 
-    /// Writes `recorder` on the current connection; when the connection breaks, on a new one (the same write
-    /// again: every outcome is written only while its claim holds, so a write that did commit before the break
-    /// changes nothing the second time). Without this, one dropped connection left every push already sent
-    /// unrecorded, to be sent again once its lease ran out, and the claimed pushes not yet sent leased for the
-    /// lease's length and counted as attempts.
+    /// Writes `recorder` on the current connection; when the connection breaks, on a new one (see `renewing`).
+    /// Without this, one dropped connection left every push already sent unrecorded, to be sent again once its
+    /// lease ran out, and the claimed pushes not yet sent leased for the lease's length and counted as attempts.
     private func write(_ recorder: OutcomeRecorder, _ flush: (OutcomeRecorder) throws -> Int) throws -> Int {
-        var waits = reconnect == nil ? [] : OutboxWriter.reconnectWaits
-        while true {
+        guard let reconnect else {
             recorder.connection = current
+            return try flush(recorder)
+        }
+        return try OutboxWriter.renewing(&current, reconnect: reconnect) { connection in
+            recorder.connection = connection
+            return try flush(recorder)
+        }
+    }
+
+    /// Runs `write` on `connection`; when that connection breaks, opens a new one with `reconnect` (waiting
+    /// `reconnectWaits` between tries) and runs the same write again on it: every outcome is written only while
+    /// its claim holds, so a write that did commit before the break changes nothing the second time.
+    /// `connection` is left as the one last opened.
+    static func renewing<T>(_ connection: inout Connection, reconnect: () throws -> Connection,
+                            _ write: (Connection) throws -> T) throws -> T {
+        var waits = reconnectWaits
+        while true {
             do {
-                return try flush(recorder)
+                return try write(connection)
             } catch let error as PostgresError where error.isConnectionLoss && !waits.isEmpty {
-                var lastError: Error = error
-                while !waits.isEmpty {
+                while true {
                     Thread.sleep(forTimeInterval: waits.removeFirst())
                     do {
-                        current = try reconnect!()
+                        connection = try reconnect()
                         break
-                    } catch {
-                        lastError = error
-                        if waits.isEmpty { throw lastError }
-                    }
+                    } catch where !waits.isEmpty {}
                 }
             }
         }
