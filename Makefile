@@ -4,7 +4,7 @@
 #   make bench-plan  every scenario job's --dry-run against 100k and 1M generated mentors, beside its bare query
 #   make bench-push  100k pushes to the local fake APNs/FCM: push-bench beside h2load, aioapns, firebase-admin
 #   make bench-events event-notify at 10, 100 and 1,000 events/s: commit → push accepted percentiles, DB CPU
-#   make bench-outbox push-deliver end to end beside push-bench (100k), and at 50 ms latency with 1/2/4 workers, 4 processes
+#   make bench-outbox push-deliver end to end beside push-bench (100k; 1 and 2 connections each), and at 50 ms latency with 1/2/4 workers, 4 processes
 #   make migrate     apply sql/migrations to $$DATABASE_URL
 
 SWIFT ?= swift
