@@ -157,6 +157,26 @@ import TestSupport
         #expect(!log.contains("postgresql:///x"), "the job did not run: \(log)")
     }
 
+    /// A run that hangs (a frozen database backend, a stalled network) is stopped as the systemd unit's
+    /// `TimeoutStartSec=30min` stops it: without a bound it held the lock for good and cron skipped every later
+    /// run. Here the bound is cut to 1 s and the job is a sleep of 30: the line ends within seconds, says why in
+    /// the log and exits 124 (timeout's status), so cron's mail tells the operator too.
+    @Test func aHungCrontabRunIsStoppedAfterTheUnitsTimeout() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cron-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "DATABASE_URL='postgresql:///x'\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
+        let full = try cronCommand("push-deliver", in: dir, running: "/bin/sleep 30")
+        #expect(full.contains(" 30m /bin/sleep 30"), "the line bounds the run by 30 minutes: \(full)")
+        let command = full.replacingOccurrences(of: " 30m /bin/sleep 30", with: " 1s /bin/sleep 30")
+        let started = Date()
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command])
+        let log = try String(contentsOf: dir.appendingPathComponent("push-deliver.log"), encoding: .utf8)
+        #expect(Date().timeIntervalSince(started) < 20, "the hung run was stopped")
+        #expect(result.status == 124, "\(log)")
+        #expect(log.contains("push-deliver: stopped after 30 minutes"), "\(log)")
+    }
+
     /// A cron-only install runs event-notify too (drained every minute), or no event push ever goes out.
     @Test func theCrontabRunsEveryJobEventNotifyIncluded() throws {
         let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
