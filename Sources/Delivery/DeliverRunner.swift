@@ -218,7 +218,9 @@ public enum DeliverRunner {
                 case .fail(let why): (verb, action) = ("FAIL", "fail: \(why)")
                 case .retireMalformed(let malformation): (verb, action) = ("RETIRE", "retire the token: malformed token: \(malformation)")
                 case .expire: (verb, action) = ("EXPIRE", "expire")
-                case .postpone where !configured, .send where !configured: (verb, action) = ("WAIT", "wait (provider not configured)")
+                case .cancelQuietPastExpiry where !configured, .postpone where !configured, .send where !configured: (verb, action) = ("WAIT", "wait (provider not configured)")
+                case .cancelQuietPastExpiry(let end):
+                    (verb, action) = ("CANCEL", "cancel (quiet hours until \(Timestamp.iso8601(end)), past its expiry: a push-only notification joins the inbox)")
                 case .postpone(let end): (verb, action) = ("LATER", "postpone to the end of the recipient's quiet hours, \(Timestamp.iso8601(end))")
                 case .send: (verb, action) = ("SEND", "send")
                 }

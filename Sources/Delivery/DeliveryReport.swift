@@ -35,6 +35,9 @@ public struct DeliveryReport: Sendable {
     /// Cancelled when claimed, never sent: a reminder that waited (deferred for the quiet hours, a retry), for a
     /// mentor whose pause, saved in advance, had begun meanwhile.
     public var cancelledPaused = 0
+    /// Cancelled when claimed, never sent: a push that waited, found inside its recipient's quiet hours, which last
+    /// past its expiry (a push-only notification joins the inbox instead of expiring unseen).
+    public var cancelledQuietPastExpiry = 0
     /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
     /// ran out before the push could start).
     public var released = 0
@@ -73,6 +76,7 @@ public struct DeliveryReport: Sendable {
         waitingForSetup += other.waitingForSetup
         cancelled += other.cancelled
         cancelledPaused += other.cancelledPaused
+        cancelledQuietPastExpiry += other.cancelledQuietPastExpiry
         stoppedBy = stoppedBy ?? other.stoppedBy
         credentialsRefused = credentialsRefused || other.credentialsRefused
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
@@ -94,6 +98,7 @@ public struct DeliveryReport: Sendable {
         if postponed > 0 { writer.add("postponed_for_quiet_hours", postponed) }
         if cancelled > 0 { writer.add("cancelled_token_moved", cancelled) }
         if cancelledPaused > 0 { writer.add("cancelled_paused", cancelledPaused) }
+        if cancelledQuietPastExpiry > 0 { writer.add("cancelled_quiet_hours_past_expiry", cancelledQuietPastExpiry) }
         if !byProvider.isEmpty {
             var providers = JSONWriter()
             for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
@@ -119,6 +124,7 @@ public struct DeliveryReport: Sendable {
         if postponed > 0 { text += ", \(postponed) postponed to the end of their recipient's quiet hours" }
         if cancelled > 0 { text += ", \(cancelled) cancelled (the device token now belongs to another user)" }
         if cancelledPaused > 0 { text += ", \(cancelledPaused) cancelled (the mentor's pause began while they waited)" }
+        if cancelledQuietPastExpiry > 0 { text += ", \(cancelledQuietPastExpiry) cancelled (quiet hours last past their expiry)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in platformAlarms.sorted(by: { $0.key < $1.key }) {
             text += "; \(provider): \(waitingForSetup) push(es) wait an hour for a setting: \(reason)"

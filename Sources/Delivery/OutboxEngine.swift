@@ -675,7 +675,7 @@ public final class OutboxEngine {
     /// the dry run's plan says (`DeliverRunner.plan`).
     enum Verdict {
         case cancelMoved, cancelPaused, settleRetired, giveUpUnrecorded(String), fail(String), retireMalformed(String), expire,
-             postpone(until: Date), send
+             cancelQuietPastExpiry(quietUntil: Date), postpone(until: Date), send
     }
 
     /// The verdict on a claimed delivery. `target` nil: a provider no job sends to (the plan's rows may hold one);
@@ -696,7 +696,13 @@ public final class OutboxEngine {
             if let malformation = target.malformation { return .retireMalformed(malformation) }
         }
         if let expiresAt, expiresAt <= now { return .expire }
-        if let quiet = quietHours, let end = QuietHours.end(of: (quiet.start, quiet.end), at: now, zone: quiet.zone) { return .postpone(until: end) }
+        if let quiet = quietHours, let end = QuietHours.end(of: (quiet.start, quiet.end), at: now, zone: quiet.zone) {
+            // Postponed past its expiry, it would expire unsent and unseen: a push-only notification was never in
+            // the inbox. Cancelled now instead, it joins the inbox while it still holds, as the jobs list a push-only
+            // row they would defer past its expiry (`inbox_only_quiet_hours`).
+            if let expiresAt, end >= expiresAt { return .cancelQuietPastExpiry(quietUntil: end) }
+            return .postpone(until: end)
+        }
         return .send
     }
 
@@ -748,6 +754,9 @@ public final class OutboxEngine {
 
     /// The reason a reminder is cancelled when its mentor's pause began while it waited (0024's trigger says the same).
     static let pausedReason = "a pause of the mentor started before the push went out"
+
+    /// The reason a waiting push is cancelled when its recipient's quiet hours last past its expiry (`verdict`).
+    static let quietPastExpiryReason = "the recipient's quiet hours last past its expiry: a push-only notification joins the inbox instead"
 
     /// "start end zone" as the claim reads a recipient's quiet hours.
     static func quietHours(_ text: String) -> (start: Int, end: Int, zone: String)? {
@@ -818,6 +827,9 @@ public final class OutboxEngine {
                 case .expire:
                     recorder.settle(claimed, state: "expired", event: "expired", error: "expired before it could be sent", status: nil)
                     report.count(.expired, claimed.target.provider)
+                case .cancelQuietPastExpiry:
+                    recorder.cancel(claimed, reason: OutboxEngine.quietPastExpiryReason)
+                    report.cancelledQuietPastExpiry += 1
                 case .postpone(let end):
                     // A push that waited, inside its recipient's quiet hours, waits for the window to end, as the jobs
                     // defer a push they decide in it; no attempt counted. (One that expires first expires then.)

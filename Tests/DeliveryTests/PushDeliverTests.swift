@@ -1431,6 +1431,46 @@ import TestSupport
         #expect(events.first?.2?.hasPrefix("inside its recipient's quiet hours: due when they end, ") == true, "\(events)")
     }
 
+    /// A push that waited, found inside quiet hours that last past its expiry, is not postponed to expire unsent:
+    /// a push-only notification (out of the inbox) was then lost without a trace, as the jobs never lose one they
+    /// would defer past its expiry (`inbox_only_quiet_hours`). It is cancelled and joins the inbox now.
+    @Test func aWaitingPushWhoseQuietHoursOutlastItsExpiryJoinsTheInboxInsteadOfExpiringUnseen() throws {
+        try bulkDeliveries(3)
+        try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end)
+            SELECT id, (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time FROM organizations
+            """)
+        let ids: [Int] = try f.connection.query("SELECT id FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        // Three retries: a push-only one and an inbox one that expire before the window ends, one that expires after.
+        try f.connection.execute("UPDATE deliveries SET attempts = 1")
+        try f.connection.execute("""
+            UPDATE notifications n SET expires_at = now() + CASE WHEN d.id = \(ids[2]) THEN interval '3 hours' ELSE interval '30 minutes' END,
+                                       in_inbox = d.id <> \(ids[0])
+              FROM deliveries d WHERE d.notification_id = n.id
+            """)
+        let plan = try Jobs.pushDeliver(db, ["--dry-run"], environment: push.variables)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("CANCEL delivery \(ids[0]) ") && plan.stdout.contains("past its expiry"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("LATER  delivery \(ids[2]) "), "\(plan.stdout)")
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = result.summary?["push"] as? [String: Any]
+        #expect(summary?["cancelled_quiet_hours_past_expiry"] as? Int == 2 && summary?["postponed_for_quiet_hours"] as? Int == 1, "\(result.stdout)")
+        #expect(pushes(.apns).isEmpty, "nothing is pushed inside the quiet hours")
+        let rows: [(Int, String, Bool, Bool)] = try f.connection.query("""
+            SELECT d.id, d.state, n.in_inbox, EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
+              FROM deliveries d JOIN notifications n ON n.id = d.notification_id ORDER BY d.id
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2), try $0.decode(3)) }
+        #expect(rows.map(\.1) == ["cancelled", "cancelled", "pending"], "\(rows)")
+        #expect(rows.map(\.2) == [true, true, true], "the push-only notification joined the inbox: \(rows)")
+        #expect(rows.map(\.3) == [false, false, true], "only the postponed push is still queued: \(rows)")
+        let event: String = try f.connection.query("""
+            SELECT event || ': ' || detail FROM delivery_events WHERE delivery_id = \(ids[0]) ORDER BY id DESC LIMIT 1
+            """).first!.decode(0)
+        #expect(event == "cancelled: the recipient's quiet hours last past its expiry: a push-only notification joins the inbox instead", "\(event)")
+    }
+
     @Test func aLongDrainSendsEachDeliveryOnceAsItsQueueIsCompacted() throws {
         // One run claims batch after batch; what was sent leaves its in-memory queue every 4,096 pushes.
         try bulkDeliveries(6000)
