@@ -253,6 +253,32 @@ import TestSupport
         try f.connection.execute("UPDATE push_notification_configs SET enabled = false WHERE user_id = \(kari)")
     }
 
+    /// 0036 takes out the zone names the jobs read otherwise than PostgreSQL: rows naming one keep their zone
+    /// under its own name (posix/Europe/Oslo is Europe/Oslo; CET is Europe/Brussels), a user's `localtime` (the
+    /// server's, not hers) becomes the organization's, and the names are refused from then on.
+    @Test func theUpgradeGivesZonesTheirOwnNames() throws {
+        let db = try databaseMigrated(before: "0036")
+        let f = try Fixtures(db)
+        let org = try f.organization("Org")
+        try f.connection.execute("UPDATE organizations SET time_zone = 'posix/Europe/Oslo'")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 20)
+        let liv = try f.mentor(org, "Liv", lastActivityDaysAgo: 20)
+        try f.connection.execute("UPDATE users SET time_zone = 'CET' WHERE id = \(kari)")
+        try f.connection.execute("UPDATE users SET time_zone = 'localtime' WHERE id = \(per)")
+        try f.connection.execute("UPDATE users SET time_zone = 'posix/EET' WHERE id = \(liv)")
+        let upgrade = try Jobs.run("migrate", [], database: db)
+        #expect(upgrade.status == 0, "stderr: \(upgrade.stderr)")
+        let zones: [String] = try f.connection.query("""
+            SELECT coalesce(time_zone, 'none') FROM organizations
+            UNION ALL (SELECT coalesce(time_zone, 'none') FROM users WHERE id = ANY(\(PostgresArray([kari, per, liv]))::uuid[])
+                       ORDER BY display_name)
+            """).map { try $0.decode(0) }
+        #expect(zones == ["Europe/Oslo", "Europe/Brussels", "Europe/Athens", "none"], "org, Kari, Liv, Per: \(zones)")
+        #expect(throws: PostgresError.self) { try f.connection.execute("UPDATE users SET time_zone = 'CET' WHERE id = \(kari)") }
+        #expect(throws: PostgresError.self) { try f.connection.execute("UPDATE users SET time_zone = 'posix/Europe/Oslo' WHERE id = \(kari)") }
+    }
+
     @Test func theUpgradeSettlesDeliveriesNoJobCouldSend() throws {
         let db = try databaseMigrated(before: "0018")
         let f = try Fixtures(db)

@@ -25,6 +25,33 @@ import TestSupport
         try f.connection.execute("UPDATE users SET time_zone = 'America/New_York' WHERE id = \(kari)")
     }
 
+    /// Every zone the database accepts means the same to PostgreSQL (the candidate queries' local days, the daily
+    /// cap's) and to the jobs (quiet hours, the days counted in a message): 0016 took all of pg_timezone_names,
+    /// 600 of them unknown to Foundation (posix/…, right/…, localtime: a user's was then reported on every run,
+    /// and push-deliver read it as UTC), and CET, EET, MET and WET, which PostgreSQL reads as fixed abbreviations
+    /// and Foundation as zones with summer time (a reminder a day early, saying 13 days). Offsets compared in
+    /// winter and in summer.
+    @Test func everyZoneTheDatabaseAcceptsMeansTheSameToTheJobs() throws {
+        let rows = try f.connection.query("""
+            SELECT name, extract(epoch FROM (w AT TIME ZONE name) - (w AT TIME ZONE 'UTC'))::int,
+                         extract(epoch FROM (s AT TIME ZONE name) - (s AT TIME ZONE 'UTC'))::int
+              FROM time_zone_names, (VALUES ('2026-01-15 12:00Z'::timestamptz, '2026-07-15 12:00Z'::timestamptz)) t(w, s)
+             ORDER BY name
+            """)
+        #expect(rows.count > 300, "the zones are there")
+        let winter = Date(timeIntervalSince1970: 1_768_478_400), summer = Date(timeIntervalSince1970: 1_784_116_800)
+        var differ: [String] = []
+        for row in rows {
+            let name: String = try row.decode(0)
+            guard let zone = TimeZone(identifier: name) else { differ.append("\(name) (unknown)"); continue }
+            let (inWinter, inSummer): (Int, Int) = (try row.decode(1), try row.decode(2))
+            if zone.secondsFromGMT(for: winter) != inWinter || zone.secondsFromGMT(for: summer) != inSummer {
+                differ.append(name)
+            }
+        }
+        #expect(differ.isEmpty, "\(differ.count): \(differ.filter { !$0.hasPrefix("posix/") }.prefix(60).joined(separator: ", "))")
+    }
+
     /// One mentor's zone is a typo: both mentors are reminded (hers with the organization's zone), and the run
     /// says which row to fix and exits 65 (bad data), instead of stopping at her with 70.
     @Test func aUserWithAnUnknownTimeZoneIsDecidedWithTheOrganizationsAndReported() throws {
