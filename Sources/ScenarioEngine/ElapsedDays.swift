@@ -21,9 +21,12 @@ public enum ElapsedDays {
     /// The start of the local day `days` days before the day `now` falls on, in `zone`: an instant before it
     /// fell at least `days + 1` days before `now`, as `between` counts.
     public static func startOfDay(_ days: Int, before now: Date, zone: String) -> Date {
+        // The day first, then its start: where clocks spring forward at midnight (Santiago, Havana, Beirut) the
+        // day of the change starts at 01:00, and days counted back from that instant kept its 01:00, an hour late
+        // (a dispatch at 00:30 counted a day early).
         let calendar = LocalClock.calendar(zone)
-        let today = calendar.startOfDay(for: now)
-        return calendar.date(byAdding: .day, value: -days, to: today) ?? today.addingTimeInterval(-Double(days) * 86_400)
+        let day = calendar.date(byAdding: .day, value: -days, to: calendar.startOfDay(for: now)) ?? now.addingTimeInterval(-Double(days) * 86_400)
+        return calendar.startOfDay(for: day)
     }
 
     /// An SQL condition: the instant `column` fell on a local day at least `days` (an SQL integer) before

@@ -37,6 +37,15 @@ struct ElapsedDaysTests {
                 == (try Self.instant("2026-03-29 00:00:00+01")))
     }
 
+    /// Where clocks spring forward at midnight (Chile, 2026-09-06), that day starts at 01:00: the cut counted back
+    /// from it kept the 01:00, so an assignment dispatched at 00:30 nine days before was counted ten days old
+    /// (the overdue digest a day early, while assignment-follow-up, counting in SQL, rightly waited).
+    @Test func daysCountedBackFromADayThatStartsAtOneStartAtMidnight() throws {
+        let now = try Self.instant("2026-09-06 13:05:00+00")
+        #expect(ElapsedDays.startOfDay(9, before: now, zone: "America/Santiago") == (try Self.instant("2026-08-28 00:00:00-04")))
+        #expect(ElapsedDays.startOfDay(0, before: now, zone: "America/Santiago") == (try Self.instant("2026-09-06 01:00:00-03")))
+    }
+
     /// `ElapsedDays.atLeast` as PostgreSQL runs it says what `between` says, for every pair of a grid of
     /// instants around a clock change, in zones with half-hour, three-quarter-hour and two-hour offsets and
     /// shifts, and for thresholds of 1 and 10 days; and `startOfDay` is its cut for an organization.
