@@ -178,9 +178,11 @@ public final class JobRun {
     /// `withBacklog` false leaves the backlog out (a service that cannot reach the database has none to say).
     /// `well`: a service well again says exit code 0, whatever it met before (its process's own exit code, at the
     /// end, still says the worst); a gauge stuck at 69 after a short outage a month ago kept its alert on.
-    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil, withBacklog: Bool = true, well: Bool = false) {
+    /// `unwell`: the exit code to show while the run's own status is still `ok` (a service reconnecting shows 69).
+    public func publishMetrics(duration: Duration, outcome: String? = nil, succeeded: Bool? = nil, withBacklog: Bool = true, well: Bool = false,
+                               unwell: ExitStatus? = nil) {
         guard !dryRun, let file = MetricsFile.fromEnvironment(job: job) else { return }
-        let exitCode = StopRequest.shared.exitCode(well ? .ok : status)
+        let exitCode = StopRequest.shared.exitCode(well ? .ok : status == .ok ? unwell ?? .ok : status)
         do {
             try file.write(MetricsFile.Snapshot(finishedAt: Date(), succeeded: succeeded ?? (exitCode == 0 && stoppedBy == nil),
                                                 outcome: outcome ?? self.outcome, exitCode: exitCode, duration: duration,

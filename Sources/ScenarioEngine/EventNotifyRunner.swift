@@ -49,7 +49,10 @@ public struct EventNotifyRunner {
         run.measuresEvents = true
         var summary = ScenarioSummary(job: Self.job, dryRun: options.dryRun, reasonOrder: processor.reasonOrder)
         var events = 0
-        defer { run.counts = { [summary, events] in var writer = summary.members; writer.add("events", events); return writer } }
+        /// The counts so far, for the run's record and its metrics: a service's run is the life of its process,
+        /// and its metrics file, rewritten as it runs, showed none of them until it ended.
+        func keepCounts() { run.counts = { [summary, events] in var writer = summary.members; writer.add("events", events); return writer } }
+        defer { keepCounts() }
 
         if options.dryRun {
             let connection = try connect()
@@ -123,6 +126,7 @@ public struct EventNotifyRunner {
                 // while its last delivery went through; a provider that stopped it shows at once.
                 if publishedHealthy != healthy || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
                     run.measureBacklog()
+                    keepCounts()
                     run.publishMetrics(duration: ContinuousClock.now - started, outcome: healthy ? "running" : "degraded", succeeded: healthy, well: healthy)
                     lastMetrics = ContinuousClock.now
                     publishedHealthy = healthy
@@ -132,14 +136,19 @@ public struct EventNotifyRunner {
                     lastPrune = ContinuousClock.now
                 }
                 if settings.once { break }
-                try wait(database)
+                // Woken for the next heartbeat too: a poll interval above 15 s (the demo's 30) wrote the file that
+                // much less often, and an alert on its age would fire on a service that was well.
+                let nextHeartbeat = lastMetrics.map { .seconds(15) - (ContinuousClock.now - $0) } ?? .zero
+                try wait(database, atMost: max(.milliseconds(50), min(settings.pollInterval, nextHeartbeat)))
             } catch {
                 guard !settings.once, Self.isConnectionLoss(error) else { throw error }
                 logger.warning("\(connection == nil ? "cannot connect to the database" : "database connection lost") (\(error)); reconnecting in \(Int(reconnectDelay)) s")
                 // Said in the metrics too, as it goes: a service that never got a connection (a fresh install, a
                 // database down at boot) wrote no file at all, and no alert could see it.
                 if publishedHealthy != false || lastMetrics.map({ ContinuousClock.now - $0 > .seconds(15) }) ?? true {
-                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "reconnecting", succeeded: false, withBacklog: false)
+                    keepCounts()
+                    run.publishMetrics(duration: ContinuousClock.now - started, outcome: "reconnecting", succeeded: false, withBacklog: false,
+                                       unwell: .unavailable)
                     lastMetrics = ContinuousClock.now
                     publishedHealthy = false
                 }
@@ -153,10 +162,10 @@ public struct EventNotifyRunner {
         logger.info("\(events) events: \(summary.sentence)")
     }
 
-    /// Waits for a notification or the poll interval, whichever comes first, waking often enough to
-    /// notice a stop signal.
-    private func wait(_ connection: Connection) throws {
-        let deadline = ContinuousClock.now + settings.pollInterval
+    /// Waits for a notification or `atMost` (the poll interval, or less for the next heartbeat), whichever comes
+    /// first, waking often enough to notice a stop signal.
+    private func wait(_ connection: Connection, atMost: Duration) throws {
+        let deadline = ContinuousClock.now + atMost
         while !StopRequest.shared.isRequested && ContinuousClock.now < deadline {
             let slice = min(.milliseconds(250), ContinuousClock.now.duration(to: deadline))
             if settings.listen {

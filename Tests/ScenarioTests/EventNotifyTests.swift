@@ -373,6 +373,25 @@ import TestSupport
         return text.split(separator: "\n").first { $0.hasPrefix("mentor_push_\(name){") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
     }
 
+    /// A service's run is the life of its process, and its `last_run_*` counts are since it started (README): its
+    /// metrics file, rewritten as it runs, held none of them until it ended. And it is rewritten every 15 s
+    /// whatever the poll interval (with 60 s, every 60 s).
+    @Test func theRunningServicesMetricsCountWhatItHasDoneSoFar() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try coordinator("Linda", of: kari)
+        let (running, directory) = try startService(["--poll-interval", "60"])
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+        // The first heartbeat counts the events there were (the fixtures' own), none of them a pause.
+        let events = try #require(Self.metric("last_run_events", in: file), "counted from the first heartbeat")
+        #expect(Self.metric("last_run_notified", in: file) == 0)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        let deadline = Date().addingTimeInterval(25)
+        while Self.metric("last_run_events", in: file) != events + 1 && Date() < deadline { usleep(20_000) }
+        #expect(Self.metric("last_run_events", in: file) == events + 1, "\((try? String(contentsOf: file, encoding: .utf8)) ?? "")")
+        #expect(Self.metric("last_run_notified", in: file) == 1 && Self.metric("last_run_inbox_rows", in: file) == 1)
+    }
+
     @Test func theServicesMetricsStopSayingSuccessOnceAProviderStopsIt() throws {
         let push = try PushEnvironment()
         push.server.inject(.invalidProviderToken, count: 100)
@@ -540,6 +559,8 @@ import TestSupport
         let reconnecting = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
         #expect(reconnecting.contains(#"outcome="reconnecting""#), "\(reconnecting)")
         #expect(!reconnecting.contains("mentor_push_last_success_timestamp_seconds{"), "no success claimed: \(reconnecting)")
+        // Not 0, which the README keeps for a service that is well: 69, what it would end with now.
+        #expect(reconnecting.contains(#"mentor_push_last_run_exit_code{mentor_push_job="event-notify"} 69"#), "\(reconnecting)")
         kill(running.pid, SIGTERM)
         let ended = try running.wait(timeout: 30)
         #expect(ended.stderr.contains("cannot connect to the database"), "\(ended.stderr)")
