@@ -27,7 +27,7 @@ public enum MigrateRunner {
             do {
                 let report = try migrator.apply(to: connection, dryRun: dryRun, lockTimeout: lockTimeout, progress: { name in
                     run.logger.info("\(dryRun ? "would apply" : "applying") \(name)")
-                }, retrying: { run.logger.notice("\($0)") })
+                }, retrying: { run.logger.notice("\($0)") }, done: { applied = $0.applied; alreadyApplied = $0.alreadyApplied })
                 applied = report.applied
                 alreadyApplied = report.alreadyApplied
             } catch {

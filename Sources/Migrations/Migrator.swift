@@ -89,8 +89,11 @@ public struct Migrator {
     /// with no limit): an `ALTER TABLE` queued behind a job's long transaction would hold up every other query
     /// on the table for as long, the app's among them. Then it fails (75, try again later). A database
     /// migrated by a newer build is refused (78).
+    /// `done` hears the report so far, once the applied ones are counted and after each migration commits: a run
+    /// that fails part of the way has still applied those before.
     public func apply(to connection: Connection, dryRun: Bool = false, lockTimeout: Int = Migrator.defaultLockTimeout,
-                      progress: (String) -> Void = { _ in }, retrying: (String) -> Void = { _ in }) throws -> Report {
+                      progress: (String) -> Void = { _ in }, retrying: (String) -> Void = { _ in },
+                      done: (Report) -> Void = { _ in }) throws -> Report {
         // One migrate at a time. A dry run only reads, and takes no lock: it waited behind a real migrate (an
         // index build, for as long), and held off one started while it looked.
         if !dryRun {
@@ -114,16 +117,17 @@ public struct Migrator {
                 applied[try row.decode(0)] = (try row.decode(1), try row.decode(2))
             }
         }
+        var report = Report()
+        report.alreadyApplied = migrations.filter { applied[$0.version] != nil }.count
+        done(report)
         if let newest = applied.keys.max(), let known = migrations.last?.version, newest > known {
             throw JobFailure(.config, "the database is at schema version \(newest) (\(applied[newest]!.name)), newer than this build's \(known): a newer build migrated it; run that build's migrate and jobs, not this one")
         }
-        var report = Report()
         for migration in migrations {
-            if let done = applied[migration.version] {
-                guard done.checksum == migration.checksum else {
-                    throw JobFailure(.config, "migration \(migration.name) was changed after it was applied (as \(done.name)): add a new migration instead of editing an applied one")
+            if let earlier = applied[migration.version] {
+                guard earlier.checksum == migration.checksum else {
+                    throw JobFailure(.config, "migration \(migration.name) was changed after it was applied (as \(earlier.name)): add a new migration instead of editing an applied one")
                 }
-                report.alreadyApplied += 1
                 continue
             }
             progress(migration.name)
@@ -154,6 +158,7 @@ public struct Migrator {
                 }
             }
             report.applied.append(migration.name)
+            done(report)
         }
         return report
     }

@@ -195,6 +195,7 @@ import TestSupport
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
+        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent("0998_good.sql"), atomically: true, encoding: .utf8)
         try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_broken.sql"), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
         #expect(result.status == 78)
@@ -202,6 +203,12 @@ import TestSupport
         #expect(result.stderr.contains("42P01"))
         let exists: Bool = try db.connect().query("SELECT to_regclass('half_done') IS NOT NULL").first!.decode(0)
         #expect(!exists)
+        // The summary says what did change: the good one before it was applied (it said "applied": [] and
+        // "already_applied": 0, as if nothing had), and all the others were there already.
+        let shipped = try FileManager.default.contentsOfDirectory(atPath: Paths.root.appendingPathComponent("sql/migrations").path)
+            .filter { $0.hasSuffix(".sql") }.count
+        #expect(result.summary?["applied"] as? [String] == ["0998_good.sql"], "\(result.stdout)")
+        #expect(result.summary?["already_applied"] as? Int == shipped, "\(result.stdout)")
     }
 
     @Test func theUpgradeToTheQueueTableMovesEveryOpenDeliveryAndNothingElse() throws {
