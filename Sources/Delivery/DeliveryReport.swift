@@ -111,10 +111,10 @@ public struct DeliveryReport: Sendable {
         if !brokenProviders.isEmpty { writer.add("broken_providers", strings: brokenProviders.keys.sorted()) }
         if waitingForSetup > 0 { writer.add("waiting_for_setup", waitingForSetup) }
         if !platformAlarms.isEmpty { writer.add("platform_alarms", strings: platformAlarms.keys.sorted()) }
-        if let stoppedBy {
-            writer.add("stopped_by", stoppedBy)
-            writer.add("released", released)
-        }
+        // Claimed, then given back unsent (a stop, a claim running out before its push could start): with the
+        // outcomes above, what the run claimed.
+        if released > 0 || stoppedBy != nil { writer.add("released", released) }
+        if let stoppedBy { writer.add("stopped_by", stoppedBy) }
         return writer.json
     }
 
@@ -130,7 +130,11 @@ public struct DeliveryReport: Sendable {
             text += "; \(provider): \(waitingForSetup) push(es) wait an hour for a setting: \(reason)"
         }
         for (provider, reason) in unavailableProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) unavailable: \(reason)" }
-        if let stoppedBy { text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run" }
+        if let stoppedBy {
+            text += "; stopped by \(stoppedBy): \(released) claimed and unsent, released for the next run"
+        } else if released > 0 {
+            text += ", \(released) claimed and unsent, released to be claimed again"
+        }
         return text
     }
 }

@@ -1803,5 +1803,12 @@ import TestSupport
         #expect(try states() == ["sent": 24])
         #expect(pushes(.apns).count == 24, "no push sent twice")
         #expect(Set(pushes(.apns).compactMap(\.deviceToken)).count == 24)
+        // Each summary adds up: what a run claimed it sent or released (`released` was said only after a stop).
+        let summaries = results.compactMap { $0.summary?["push"] as? [String: Any] }
+        #expect(summaries.count == 2, "\(results.map(\.stdout))")
+        for summary in summaries {
+            #expect(summary["claimed"] as? Int == (summary["sent"] as? Int ?? -1) + (summary["released"] as? Int ?? -1), "\(summary)")
+        }
+        #expect(summaries.reduce(0) { $0 + ($1["released"] as? Int ?? 0) } > 0, "the first run released what it could not start in time: \(summaries)")
     }
 }
