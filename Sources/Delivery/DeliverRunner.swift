@@ -231,7 +231,13 @@ public enum DeliverRunner {
                 case .json:
                     var line = JSONWriter()
                     line.add("delivery_id", try row.decode(0, as: Int.self))
+                    line.add("verb", verb)
+                    line.add("attempt", attempts + 1)
                     line.add("action", action)
+                    switch verdict {
+                    case .postpone(let until) where configured, .cancelQuietPastExpiry(let until) where configured: line.add("until", Timestamp.iso8601(until))
+                    default: break
+                    }
                     line.add("provider", provider)
                     line.add("token", token)
                     line.add("environment", environment)

@@ -1083,6 +1083,9 @@ import TestSupport
         let lines = json.stdout.split(separator: "\n")
         #expect(lines.count == 3, "two deliveries and the summary: \(json.stdout)")
         for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)") }
+        // The text's verb and attempt, for tools to filter on (the JSON had only the sentence of the action).
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(first["verb"] as? String == "SEND" && first["attempt"] as? Int == 1, "\(first)")
     }
 
     @Test func missingOrMalformedConfigurationExits78NamingTheVariable() throws {
