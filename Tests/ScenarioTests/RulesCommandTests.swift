@@ -24,6 +24,27 @@ import TestSupport
         #expect(result.stdout.contains("  delivery: quiet hours none; daily cap none; critical none\n"), "\(result.stdout)")
     }
 
+    /// A rule row of the app's own (activity_reminder, which `rules` lists) can be asked for by name: it was refused
+    /// as "no such scenario", and left out of the list that message gave.
+    @Test func aRuleRowOfTheAppsOwnCanBeShownAndValidatedByName() throws {
+        for mode in [[], ["--validate"]] {
+            let result = try Jobs.run("rules", ["--org", org.uuidString, "--scenario", "activity_reminder"] + mode, database: db)
+            #expect(result.status == 0, "\(mode): \(result.stderr)")
+        }
+        let shown = try Jobs.run("rules", ["--org", org.uuidString, "--scenario", "activity_reminder"], database: db)
+        #expect(shown.stdout.contains("activity_reminder     on   {}  (defaults)") && !shown.stdout.contains("inactivity "), "\(shown.stdout)")
+        let unknown = try Jobs.run("rules", ["--scenario", "nope"], database: db)
+        #expect(unknown.status == 64 && unknown.stderr.contains("activity_reminder"), "\(unknown.stderr)")
+    }
+
+    /// The what-if of an event scenario (decided per event, as it happens) has no candidates to count: it said
+    /// "would notify 0 of 0 (as the rules are: 0 of 0)" and exited 0, as if the change did nothing.
+    @Test func theWhatIfOfAnEventScenarioSaysItCannotCount() throws {
+        let result = try Jobs.run("rules", ["--dry-run", "--set", "milestone.max_age_days=7"], database: db)
+        #expect(result.status == 64, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("milestone is decided per event as it happens"), "\(result.stderr)")
+    }
+
     /// `--org` naming no organization is a bad flag (64) in every mode: `rules` alone printed nothing and exited 0.
     @Test func anOrganizationThatDoesNotExistIsABadFlag() throws {
         let nobody = "11111111-1111-4111-8111-111111111111"
