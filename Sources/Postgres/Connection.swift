@@ -50,7 +50,9 @@ public final class Connection {
             PQfinish(connection)
             // A value libpq refused before trying any server (a port of 99999, `sslmode=bogus`): the setting
             // is wrong, and trying again will not help.
-            if message.hasPrefix("invalid ") || message.hasPrefix("could not match ") {
+            // libpq reads some only as it connects, and says so after the server's name ("connection to server on
+            // socket … failed: invalid integer value "abc" for connection option "connect_timeout"").
+            if message.hasPrefix("invalid ") || message.hasPrefix("could not match ") || message.contains(" for connection option \"") {
                 throw PostgresError.invalidConnectionString(message: message)
             }
             throw PostgresError.connectionFailed(message: message)

@@ -313,6 +313,8 @@ import TestSupport
         // Values libpq refuses before trying a server: settings to fix, not a server to wait for.
         "postgresql://u@127.0.0.1:99999/db",
         "postgresql://u@127.0.0.1/db?sslmode=bogus",
+        // One libpq reads only as it connects (it exited 69, which systemd retries for ever).
+        "postgresql://u@127.0.0.1/db?connect_timeout=abc",
     ])
     func malformedURLExits78WithoutThePassword(url: String) throws {
         for job in ["migrate", "inactivity-check", "assignment-follow-up", "overdue-digest", "impact-summary", "push-deliver", "prune", "why"] {
