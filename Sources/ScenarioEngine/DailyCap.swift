@@ -12,7 +12,12 @@ public struct DailyCap: Policy {
 
     public func shape(_ draft: inout NotificationDraft, _ c: PolicyContext) -> Suppression? {
         guard !draft.critical, draft.inboxOnly == nil, let cap = c.recipient.dailyCap, c.recipient.activeDevices > 0 else { return nil }
-        let day = DailySlot.localDay(of: draft.deliverAt ?? c.now, zone: c.recipient.timeZone)
+        // The day the push goes: a catch-up run's (`--now` yesterday) goes today, and counted on the run's day it
+        // let a user capped at one get two today.
+        let goes = draft.deliverAt ?? CatchUp.lateAt(asOf: c.now).map {
+            CatchUp.goes(at: $0, quietHours: c.recipient.quietHours, zone: c.recipient.timeZone)
+        } ?? c.now
+        let day = DailySlot.localDay(of: goes, zone: c.recipient.timeZone)
         let taken = day == DailySlot.localDay(of: c.now, zone: c.recipient.timeZone) ? c.recipient.pushesToday : nil
         draft.dailySlot = DailySlot(localDay: day, cap: cap, priority: c.priority, scenario: c.scenario, takenWhenPlanned: taken)
         return nil

@@ -10,9 +10,7 @@ public struct PlanPrinter {
     var emit: (String) -> Void = Output.line
 
     func header(job: String, asOf: Date) {
-        // A catch-up run (`--now` more than push-deliver's 10 minutes of lateness back): its pushes go now, late.
-        let clock = Date()
-        planned.lateAt = asOf < clock.addingTimeInterval(-600) ? clock : nil
+        planned.lateAt = CatchUp.lateAt(asOf: asOf)
         guard format == .text else { return }
         emit("\(job) --dry-run as of \(Timestamp.iso8601(asOf)): the plan; nothing is written or sent.")
         emit("")
@@ -44,9 +42,9 @@ public struct PlanPrinter {
                 }
                 // A catch-up run decides as of then, but its pushes go now, late, and wait out the recipient's quiet
                 // hours of the real time (push-deliver's rule for a late push): said here too.
-                if draft.deliverAt == nil, !draft.critical, let lateAt = planned.lateAt, let window = recipient.quietHours,
-                   let end = QuietHours.end(of: window, at: lateAt, zone: recipient.timeZone) {
-                    draft.deliverAt = end
+                if draft.deliverAt == nil, !draft.critical, let lateAt = planned.lateAt {
+                    let goes = CatchUp.goes(at: lateAt, quietHours: recipient.quietHours, zone: recipient.timeZone)
+                    if goes > lateAt { draft.deliverAt = goes }
                 }
                 decision = .notify(draft)
             }

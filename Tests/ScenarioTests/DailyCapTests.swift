@@ -62,6 +62,24 @@ import TestSupport
         #expect(detail.contains("the daily cap of 1 non-critical pushes on"), "\(detail)")
     }
 
+    /// A catch-up run (`--now` a day back, after the timer was down) decides as of then, but its push goes now:
+    /// its daily slot is today's. Counted on yesterday, it left today's free, and a user capped at one got two.
+    @Test func aCatchUpRunsPushTakesTheSlotOfTheDayItGoes() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        let yesterday = f.now.addingTimeInterval(-86_400)
+        let catchUp = try Jobs.run("inactivity-check", ["--now", Jobs.iso(yesterday)], database: db)
+        #expect(catchUp.status == 0, "\(catchUp.stderr)")
+        let days: [String] = try f.connection.query("""
+            SELECT s.local_day::text || ' ' || (now() AT TIME ZONE o.time_zone)::date::text FROM daily_push_slots s
+              JOIN users u ON u.id = s.user_id JOIN organizations o ON o.id = u.organization_id WHERE s.user_id = \(kari)
+            """).map { try $0.decode(0) }
+        #expect(days.count == 1 && days[0].split(separator: " ").count == 2 && days[0].split(separator: " ")[0] == days[0].split(separator: " ")[1],
+                "the slot is today's: \(days)")
+        try run("assignment-follow-up")
+        let all = try pushes(kari)
+        #expect(all.filter { $0.hasSuffix(":pending") }.count == 1, "one push today, the cap's one: \(all)")
+    }
+
     @Test func aHigherPriorityPushTakesTheSlotOfALowerOneStillWaiting() throws {
         let kari = try mentorOfTwoScenarios("Kari")
         try run("inactivity-check")
