@@ -14,9 +14,9 @@ public struct DailyCap: Policy {
         guard !draft.critical, draft.inboxOnly == nil, let cap = c.recipient.dailyCap, c.recipient.activeDevices > 0 else { return nil }
         // The day the push goes: a catch-up run's (`--now` yesterday) goes today, and counted on the run's day it
         // let a user capped at one get two today.
-        let goes = draft.deliverAt ?? CatchUp.lateAt(asOf: c.now).map {
-            CatchUp.goes(at: $0, quietHours: c.recipient.quietHours, zone: c.recipient.timeZone)
-        } ?? c.now
+        // (A push it deferred to an end of quiet hours that has passed since goes now too.)
+        let due = draft.deliverAt ?? c.now
+        let goes = CatchUp.lateAt(asOf: due).map { CatchUp.goes(at: $0, quietHours: c.recipient.quietHours, zone: c.recipient.timeZone) } ?? due
         let day = DailySlot.localDay(of: goes, zone: c.recipient.timeZone)
         let taken = day == DailySlot.localDay(of: c.now, zone: c.recipient.timeZone) ? c.recipient.pushesToday : nil
         draft.dailySlot = DailySlot(localDay: day, cap: cap, priority: c.priority, scenario: c.scenario, takenWhenPlanned: taken)
