@@ -207,6 +207,60 @@ import TestSupport
         #expect(try cancelledBecause(kari) == "the user was deactivated before the push went out")
     }
 
+    /// A waiting push was written for who the recipient was: moved to another organization, or given another
+    /// role, they got it all the same (migration 0037).
+    @Test func aUserWhoMovesOrganizationOrChangesRoleGetsNoneOfTheWaitingPushes() throws {
+        let kari = try remindedWithAPushWaiting("Kari")
+        let ola = try remindedWithAPushWaiting("Ola")
+        let per = try remindedWithAPushWaiting("Per")
+        let other = try f.organization("Other")
+        try f.connection.execute("UPDATE users SET organization_id = \(other) WHERE id = \(kari)")
+        try f.connection.execute("UPDATE users SET role = 'coordinator' WHERE id = \(ola)")
+        try f.connection.execute("UPDATE users SET display_name = 'Per Hansen' WHERE id = \(per)")
+        #expect(try cancelledBecause(kari) == "the user moved to another organization before the push went out")
+        #expect(try cancelledBecause(ola) == "the user's role changed before the push went out")
+        #expect(try states(of: per) == ["pending"], "another change cancels nothing")
+    }
+
+    /// A mentor taken out of a coordinator's scope: the coordinator's waiting pause notice about them (it carries
+    /// the mentor's reason) is cancelled; one about a mentor still in scope is not (migration 0037).
+    @Test func aMentorLeavingACoordinatorsScopeCancelsTheirWaitingPauseNotice() throws {
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.device(linda)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        try f.scope(org, coordinator: linda, mentor: kari)
+        try f.scope(org, coordinator: linda, mentor: ola)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'Innlagt'), (\(ola), now(), 'Ferie')")
+        let notified = try Jobs.run("event-notify", ["--once"], database: db)
+        #expect(notified.status == 0, "\(notified.stderr)")
+        #expect(try states(of: linda) == ["pending", "pending"], "two pause notices wait for push-deliver")
+        try f.connection.execute("DELETE FROM coordinator_scopes WHERE coordinator_id = \(linda) AND mentor_id = \(kari)")
+        let left: [(String, String, String?)] = try f.connection.query("""
+            SELECT n.body, d.state, d.last_error FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+             WHERE n.user_id = \(linda) ORDER BY n.body
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2)) }
+        #expect(left.map(\.1).sorted() == ["cancelled", "pending"], "\(left)")
+        #expect(left.first { $0.1 == "cancelled" }?.0.contains("Innlagt") == true, "Kari's notice is the one cancelled: \(left)")
+        #expect(left.first { $0.1 == "cancelled" }?.2 == "the mentor left the coordinator's scope before the push went out", "\(left)")
+    }
+
+    /// An assignment given to another mentor: the first mentor's waiting follow-up (it names the assignment) is
+    /// cancelled (migration 0037).
+    @Test func aReassignedAssignmentsWaitingFollowUpIsCancelled() throws {
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        try f.connection.execute("SET mentor_push.events = 'off'")
+        let assignment = try f.assignment(org, mentor: kari, coordinator: linda, title: "Besøk hos Per Hansen", dispatchedDaysAgo: 12)
+        try f.connection.execute("RESET mentor_push.events")
+        let followUp = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(followUp.status == 0, "\(followUp.stderr)")
+        #expect(try states(of: kari) == ["pending"])
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id = \(assignment)")
+        #expect(try cancelledBecause(kari) == "the assignment was given to another mentor before the push went out")
+    }
+
     @Test func aDeviceTokenThatMovesToAnotherUserTakesNoneOfTheFirstUsersPushes() throws {
         // Somebody else signs in on Kari's phone: the app moves the token row to them (UNIQUE (provider,
         // token) leaves it no other way). Kari's waiting push to that phone must not reach them; the one to
