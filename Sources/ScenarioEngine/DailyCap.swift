@@ -18,7 +18,7 @@ public struct DailyCap: Policy {
         let due = draft.deliverAt ?? c.now
         let goes = CatchUp.lateAt(asOf: due).map { CatchUp.goes(at: $0, quietHours: c.recipient.quietHours, zone: c.recipient.timeZone) } ?? due
         let day = DailySlot.localDay(of: goes, zone: c.recipient.timeZone)
-        let taken = day == DailySlot.localDay(of: c.now, zone: c.recipient.timeZone) ? c.recipient.pushesToday : nil
+        let taken = day == DailySlot.localDay(of: CatchUp.lateAt(asOf: c.now) ?? c.now, zone: c.recipient.timeZone) ? c.recipient.pushesToday : nil
         draft.dailySlot = DailySlot(localDay: day, cap: cap, priority: c.priority, scenario: c.scenario, takenWhenPlanned: taken)
         return nil
     }

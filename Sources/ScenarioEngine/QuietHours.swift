@@ -41,8 +41,20 @@ public struct QuietHours: Policy {
         let parts = calendar.dateComponents([.hour, .minute, .second], from: instant)
         let now = parts.hour! * 3600 + parts.minute! * 60 + parts.second!
         let inside = window.start < window.end ? (now >= window.start && now < window.end) : (now >= window.start || now < window.end)
-        guard inside else { return nil }
         let target = DateComponents(hour: window.end / 3600, minute: window.end % 3600 / 60, second: window.end % 60)
+        guard inside else {
+            // The night clocks go back, the clock reads the repeated hour twice: a window that began in its first
+            // pass (02:30 summer time) reads as not begun in its second (02:10 winter time), though the user's
+            // quiet night has gone on for 40 minutes. Inside if the window began, by the instants, since its
+            // last start (the first time the clock read it) and has not ended.
+            let start = DateComponents(hour: window.start / 3600, minute: window.start % 3600 / 60, second: window.start % 60)
+            guard let began = calendar.nextDate(after: instant.addingTimeInterval(1), matching: start, matchingPolicy: .nextTime,
+                                                repeatedTimePolicy: .first, direction: .backward),
+                  began <= instant, instant.timeIntervalSince(began) < 86_400,
+                  let end = calendar.nextDate(after: began, matching: target, matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward),
+                  end > instant else { return nil }
+            return end
+        }
         return calendar.nextDate(after: instant, matching: target, matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward)
     }
 

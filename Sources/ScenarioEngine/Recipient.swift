@@ -23,7 +23,8 @@ public struct Recipient: Sendable {
     public var criticalCategory: Bool
     /// The user's daily cap of non-critical pushes (the lower of the organization's and their own), if any.
     public var dailyCap: Int?
-    /// The daily slots already taken on the local day of `now` (counted only when there is a cap).
+    /// The daily slots already taken on the local day the run's pushes go (`now`, or the real time for a catch-up
+    /// run), counted only when there is a cap.
     public var pushesToday: Int
     /// The category's channels: the organization's (else the category's default), narrowed by the user's.
     public var channels: CategoryChannels
@@ -38,7 +39,9 @@ public struct Recipient: Sendable {
 
     /// The scenario's query wrapped with the recipient's columns, each named `recipient_…`.
     static func wrap(_ query: Query, category: NotificationCategory, now: Date) -> Query {
-        """
+        // The slots taken on the day the run's pushes go: a catch-up run's go now (`CatchUp`), as `DailyCap` counts.
+        let pushesGo = CatchUp.lateAt(asOf: now) ?? now
+        return """
         SELECT c.*, u.organization_id AS recipient_organization_id, u.display_name AS recipient_name,
                u.locale AS recipient_locale, u.time_zone AS recipient_time_zone,
                coalesce(pc.enabled, true) AS recipient_push_enabled,
@@ -51,7 +54,7 @@ public struct Recipient: Sendable {
                CASE WHEN op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL THEN
                    (SELECT count(*) FROM daily_push_slots s
                      WHERE s.user_id = u.id
-                       AND s.local_day = (\(now)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date)
+                       AND s.local_day = (\(pushesGo)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date)
                END AS recipient_pushes_today,
                coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels
           FROM (\(query)) c

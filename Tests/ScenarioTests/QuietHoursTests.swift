@@ -46,6 +46,20 @@ import TestSupport
         #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-03-28T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T05:00:00Z"))
         #expect(QuietHours.end(of: Self.nightWindow, at: Self.at("2026-10-24T22:00:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"))
     }
+
+    /// A window that begins inside the repeated hour (02:30–07:00) began at its first pass, 02:30 summer time: at
+    /// 02:10 winter time, forty minutes later, it is inside, not open for an hour until the clock reads 02:30
+    /// again. Before and after, as any night.
+    @Test func aWindowBegunInTheRepeatedHoursFirstPassHoldsThroughItsSecond() {
+        let window = (start: 2 * 3600 + 30 * 60, end: 7 * 3600) // 02:30–07:00
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T00:20:00Z"), zone: "Europe/Oslo") == nil, "02:20 summer time: not begun")
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T00:40:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"))
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T01:10:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"), "02:10 winter time")
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T01:40:00Z"), zone: "Europe/Oslo") == Self.at("2026-10-25T06:00:00Z"))
+        #expect(QuietHours.end(of: window, at: Self.at("2026-10-25T06:10:00Z"), zone: "Europe/Oslo") == nil, "07:10: ended")
+        #expect(QuietHours.end(of: window, at: Self.at("2026-06-15T23:00:00Z"), zone: "Europe/Oslo") == nil, "01:00 on a summer night")
+        #expect(QuietHours.end(of: window, at: Self.at("2026-06-16T00:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T05:00:00Z"))
+    }
 }
 
 /// Quiet hours through the jobs: the organization's window, a user's own, the dry run, expiry.
