@@ -70,11 +70,14 @@ public enum DeliverRunner {
             settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: run.logger))
             let report: DeliveryReport
             let results = WorkerResults()
+            // One listener for the process's engines: the app's cancels of pushes they have claimed (0038).
+            let cancels = try CancelListener(siblingOf: connection, logger: run.logger)
+            defer { cancels.stop() }
             do {
                 if options.workers <= 1 {
-                    report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger, results: results)
+                    report = try drain(connection, url: url, settings: settings, options: options, logger: run.logger, results: results, cancels: cancels)
                 } else {
-                    report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger, results: results)
+                    report = try drainInParallel(settings: settings, url: url, options: options, logger: run.logger, results: results, cancels: cancels)
                 }
             } catch {
                 // A failed run's summary and job_runs row still say what went out before (they said nothing).
@@ -120,8 +123,9 @@ public enum DeliverRunner {
     /// flowing (`OutboxWriter`).
     /// `results` gets what the engine did before it failed.
     static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger,
-                      results: WorkerResults) throws -> DeliveryReport {
+                      results: WorkerResults, cancels: CancelListener) throws -> DeliveryReport {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
+        engine.cancels = cancels
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
         try forBatches(writer)
         engine.writer = OutboxWriter(connection: writer, claimConnection: connection, reconnect: {
@@ -142,7 +146,7 @@ public enum DeliverRunner {
     /// database, where row claiming keeps them apart, as it keeps separate processes apart, and the settings'
     /// provider credentials (one APNs provider token, one FCM access token).
     static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger,
-                                results: WorkerResults) throws -> DeliveryReport {
+                                results: WorkerResults, cancels: CancelListener) throws -> DeliveryReport {
         let group = DispatchGroup()
         for index in 0..<options.workers {
             group.enter()
@@ -153,7 +157,8 @@ public enum DeliverRunner {
                 do {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     try forBatches(connection)
-                    results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger, results: results)))
+                    results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger, results: results,
+                                                   cancels: cancels)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))
                 }

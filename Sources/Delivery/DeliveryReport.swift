@@ -38,6 +38,9 @@ public struct DeliveryReport: Sendable {
     /// Cancelled when claimed, never sent: a push that waited, found inside its recipient's quiet hours, which last
     /// past its expiry (a push-only notification joins the inbox instead of expiring unseen).
     public var cancelledQuietPastExpiry = 0
+    /// Claimed, then cancelled by the app (pushes switched off, the notification read, the token moved …) before
+    /// they were started: not sent (0038).
+    public var withdrawn = 0
     /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
     /// ran out before the push could start).
     public var released = 0
@@ -77,6 +80,7 @@ public struct DeliveryReport: Sendable {
         cancelled += other.cancelled
         cancelledPaused += other.cancelledPaused
         cancelledQuietPastExpiry += other.cancelledQuietPastExpiry
+        withdrawn += other.withdrawn
         stoppedBy = stoppedBy ?? other.stoppedBy
         credentialsRefused = credentialsRefused || other.credentialsRefused
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
@@ -99,6 +103,7 @@ public struct DeliveryReport: Sendable {
         if cancelled > 0 { writer.add("cancelled_token_moved", cancelled) }
         if cancelledPaused > 0 { writer.add("cancelled_paused", cancelledPaused) }
         if cancelledQuietPastExpiry > 0 { writer.add("cancelled_quiet_hours_past_expiry", cancelledQuietPastExpiry) }
+        if withdrawn > 0 { writer.add("cancelled_after_claim", withdrawn) }
         if !byProvider.isEmpty {
             var providers = JSONWriter()
             for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
@@ -125,6 +130,7 @@ public struct DeliveryReport: Sendable {
         if cancelled > 0 { text += ", \(cancelled) cancelled (the device token now belongs to another user)" }
         if cancelledPaused > 0 { text += ", \(cancelledPaused) cancelled (the mentor's pause began while they waited)" }
         if cancelledQuietPastExpiry > 0 { text += ", \(cancelledQuietPastExpiry) cancelled (quiet hours last past their expiry)" }
+        if withdrawn > 0 { text += ", \(withdrawn) cancelled by the app after they were claimed (not sent)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in platformAlarms.sorted(by: { $0.key < $1.key }) {
             text += "; \(provider): \(waitingForSetup) push(es) wait an hour for a setting: \(reason)"

@@ -140,6 +140,8 @@ public final class OutboxEngine {
     /// queued: a claim that joined all the run's notifications took 5 ms at 1,000 events/s and grew with the
     /// service's life. What a claim passed over (locked by another engine, not yet due, held back) is push-deliver's.
     private let runFloors = Mutex<[Int: Int]>([:])
+    /// Hears the app's cancels of claimed deliveries (0038): none of them is started. Nil: none is heard.
+    var cancels: CancelListener?
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
     /// pushes stood still waiting for a claim made ahead (the sign that claims, not pushes, set the pace).
     private var timings: (claims: Duration, claimWaits: Duration, claimWaitCount: Int, writeWaits: Duration, writeWaitCount: Int) = (.zero, .zero, 0, .zero, 0)
@@ -926,6 +928,11 @@ public final class OutboxEngine {
                 else {
                     if waitingForClaimSince == nil, writer?.isClaiming == true { waitingForClaimSince = ContinuousClock.now }
                     return nil
+                }
+                if cancels?.cancelled(claimed.deliveryID) == true {
+                    // The app cancelled it after the claim (0038): its row is settled, and nothing is written here.
+                    report.withdrawn += 1
+                    continue
                 }
                 guard isSending(OutboxEngine.suspectKey(claimed.target), live: live), let provider = providers[claimed.target.provider] else {
                     recorder.release(claimed)

@@ -195,8 +195,9 @@ final class OutboxWriter: @unchecked Sendable {
     var timings: (writes: Duration, claims: Duration) { lock.withLock { busy } }
 }
 
-/// Hands a value the compiler cannot prove sendable to the writer's queue (see `OutboxWriter`).
-private struct Unchecked<Value>: @unchecked Sendable {
+/// Hands a value the compiler cannot prove sendable to another thread that alone uses it from then on (the
+/// writer's queue, `OutboxWriter`; the cancel listener's thread).
+struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }

@@ -70,6 +70,9 @@ public final class ScenarioDelivery: JobDelivery {
         } else {
             settings.apnsTokens?.share(through: PostgresAPNsTokenStore(siblingOf: connection, logger: logger))
             engine = try OutboxEngine(connection: connection, settings: settings, lease: OutboxEngine.defaultLease, logger: logger)
+            // The app's cancels of the pushes it claims (0038), heard on a connection of its own for the engine's life.
+            self.engine?.engine.cancels?.stop()
+            engine.cancels = try CancelListener(siblingOf: connection, logger: logger)
             if finishesOnStop { engine.stop = .never }
             self.engine = (ObjectIdentifier(connection), engine)
         }

@@ -200,6 +200,22 @@ public final class Connection {
         return taken
     }
 
+    /// Waits up to `timeout` for notifications on `channel` (this session listens to it) and returns their
+    /// payloads, every one that arrived (notifications on other channels are dropped). A lost connection throws.
+    public func waitForPayloads(on channel: String, timeout: Duration) throws -> [String] {
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw PostgresError.connectionLost(message: errorMessage) }
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard poll(&descriptor, 1, milliseconds) > 0 else { return [] }
+        guard PQconsumeInput(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            if String(cString: notification.pointee.relname) == channel { payloads.append(String(cString: notification.pointee.extra)) }
+            PQfreemem(notification)
+        }
+        return payloads
+    }
+
     private func takeNotifications() throws -> Int {
         guard PQconsumeInput(handle) == 1 else { throw PostgresError.connectionLost(message: errorMessage) }
         var count = 0

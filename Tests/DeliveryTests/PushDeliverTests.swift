@@ -1485,6 +1485,56 @@ import TestSupport
         #expect(Set(sent.compactMap(\.deviceToken)).count == 6000, "no delivery sent twice, none left out")
     }
 
+    /// The app cancels, while `running` sends slowly, the last `count` of the pushes claimed and not yet started
+    /// (once `started` requests reached the provider): the first half of them as their users switch pushes off, the
+    /// rest as their phones are signed in as somebody else of another organization. Returns their tokens.
+    func cancelClaimedPushes(_ count: Int, onceStarted started: Int) throws -> Set<String> {
+        let deadline = Date().addingTimeInterval(20)
+        while push.server.requests().count < started && Date() < deadline { usleep(5_000) }
+        let claimed: [(Int, UUID, Int, String)] = try f.connection.query("""
+            SELECT d.id, n.user_id, d.device_token_id, t.token FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+              JOIN device_tokens t ON t.id = d.device_token_id
+              JOIN delivery_queue q ON q.delivery_id = d.id WHERE q.lease_until IS NOT NULL ORDER BY d.id DESC LIMIT \(count)
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2), try $0.decode(3)) }
+        #expect(claimed.count == count, "claimed and not yet started: \(claimed.map(\.0))")
+        let stranger = try f.mentor(try f.organization("Other"), "Stranger", lastActivityDaysAgo: 1, devices: 0)
+        for (_, user, _, _) in claimed.prefix(count / 2) {
+            try f.connection.execute("INSERT INTO push_notification_configs (user_id, enabled) VALUES (\(user), false)")
+        }
+        let moved = PostgresArray(claimed.dropFirst(count / 2).map(\.2))
+        try f.connection.execute("UPDATE device_tokens SET user_id = \(stranger) WHERE id = ANY(\(moved)::bigint[])")
+        return Set(claimed.map(\.3))
+    }
+
+    /// The app cancels pushes push-deliver has claimed and not yet started (pushes switched off, a device token
+    /// moved to somebody else): they went out all the same, any time until their claim's start-by, while their
+    /// deliveries said "cancelled before the push went out". The cancel's NOTIFY (0038) reaches the engine's
+    /// listener, and none of them is started.
+    @Test func aPushTheAppCancelsAfterItsClaimIsNotSent() throws {
+        // Ten in flight, answered after a second; the next ten claimed, waiting for them.
+        let running = try deliverSlowly(40, answersAfter: 1, concurrency: 10)
+        let tokens = try cancelClaimedPushes(5, onceStarted: 10)
+        let result = try running.wait(timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let reached = pushes(.apns).compactMap(\.deviceToken).filter(tokens.contains)
+        #expect(reached.isEmpty, "none of the cancelled pushes was sent: \(reached.count)")
+        #expect(try states() == ["sent": 35, "cancelled": 5])
+        #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == 5, "\(result.stdout)")
+    }
+
+    /// The same in a scenario job's own push phase, whose engine claims the whole run's pushes at once: the
+    /// window was the whole phase.
+    @Test func aPushTheAppCancelsDuringAJobsPushPhaseIsNotSent() throws {
+        let running = try inactivityCheckDeliveringSlowly(answersAfter: 0.3, concurrency: 2)
+        let tokens = try cancelClaimedPushes(10, onceStarted: 4)
+        let result = try running.wait(timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let reached = pushes(.apns).compactMap(\.deviceToken).filter(tokens.contains)
+        #expect(reached.isEmpty, "none of the cancelled pushes was sent: \(reached.count)")
+        #expect(try states() == ["sent": 30, "cancelled": 10])
+        #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == 10, "\(result.stdout)")
+    }
+
     @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
         let running = try deliverSlowly(60, answersAfter: 0.2, concurrency: 5, ["--lease", "2"])
         // Let some pushes through, then kill it without warning.
