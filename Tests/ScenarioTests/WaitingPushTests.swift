@@ -207,6 +207,22 @@ import TestSupport
         #expect(try cancelledBecause(kari) == "the user was deactivated before the push went out")
     }
 
+    /// The organization's switch beats every user preference: switching the scenario off cancels its waiting
+    /// pushes (they went out the next morning), and only that scenario's, only in that organization (0039).
+    @Test func anOrganizationSwitchingAScenarioOffCancelsItsWaitingPushes() throws {
+        let kari = try remindedWithAPushWaiting("Kari")
+        let elsewhere = try f.organization("Elsewhere")
+        let ola = try f.mentor(elsewhere, "Ola", lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try states(of: ola) == ["pending"])
+        try f.rule(org, scenario: "assignment_follow_up", enabled: false)
+        #expect(try states(of: kari) == ["pending"], "another scenario switched off cancels nothing")
+        try f.rule(org, enabled: false)
+        #expect(try cancelledBecause(kari) == "the organization switched inactivity off before the push went out")
+        #expect(try states(of: ola) == ["pending"], "another organization's push still waits")
+    }
+
     /// A waiting push was written for who the recipient was: moved to another organization, or given another
     /// role, they got it all the same (migration 0037).
     @Test func aUserWhoMovesOrganizationOrChangesRoleGetsNoneOfTheWaitingPushes() throws {
