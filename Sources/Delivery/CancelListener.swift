@@ -41,7 +41,7 @@ final class CancelListener: @unchecked Sendable {
                 } catch {
                     if current != nil { logger.warning("the connection that hears the app's cancels broke (\(error)): cancels of claimed pushes are not heard until it is back") }
                     current = nil
-                    Thread.sleep(forTimeInterval: 5)
+                    for _ in 0..<20 where !stopping.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.25) }
                 }
             }
             done.signal()
