@@ -1514,12 +1514,18 @@ import TestSupport
         // Ten in flight, answered after a second; the next ten claimed, waiting for them.
         let running = try deliverSlowly(40, answersAfter: 1, concurrency: 10)
         let tokens = try cancelClaimedPushes(5, onceStarted: 10)
+        try expectNoneSent(of: tokens, by: running, sent: 35)
+    }
+
+    /// `running` ends well, the provider received none of `tokens` (cancelled after their claim), and the run
+    /// says so; the others were sent.
+    func expectNoneSent(of tokens: Set<String>, by running: ProcessRunner.Running, sent: Int) throws {
         let result = try running.wait(timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let reached = pushes(.apns).compactMap(\.deviceToken).filter(tokens.contains)
         #expect(reached.isEmpty, "none of the cancelled pushes was sent: \(reached.count)")
-        #expect(try states() == ["sent": 35, "cancelled": 5])
-        #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == 5, "\(result.stdout)")
+        #expect(try states() == ["sent": sent, "cancelled": tokens.count])
+        #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == tokens.count, "\(result.stdout)")
     }
 
     /// The same in a scenario job's own push phase, whose engine claims the whole run's pushes at once: the
@@ -1527,12 +1533,7 @@ import TestSupport
     @Test func aPushTheAppCancelsDuringAJobsPushPhaseIsNotSent() throws {
         let running = try inactivityCheckDeliveringSlowly(answersAfter: 0.3, concurrency: 2)
         let tokens = try cancelClaimedPushes(10, onceStarted: 4)
-        let result = try running.wait(timeout: 60)
-        #expect(result.status == 0, "\(result.stderr)")
-        let reached = pushes(.apns).compactMap(\.deviceToken).filter(tokens.contains)
-        #expect(reached.isEmpty, "none of the cancelled pushes was sent: \(reached.count)")
-        #expect(try states() == ["sent": 30, "cancelled": 10])
-        #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == 10, "\(result.stdout)")
+        try expectNoneSent(of: tokens, by: running, sent: 30)
     }
 
     @Test func aPushDeliverKilledMidRunLosesNothingWhenRunAgain() throws {
