@@ -44,6 +44,9 @@ struct FakePushCommand: ParsableCommand {
         if let threads, !(1...64).contains(threads) { throw ValidationError("--threads must be from 1 to 64") }
         guard latency.isFinite && (0...60_000).contains(latency) else { throw ValidationError("--latency must be from 0 to 60000 milliseconds") }
         guard (0...86_400).contains(oauthTokenLifetime) else { throw ValidationError("--oauth-token-lifetime must be from 0 to 86400 seconds") }
+        guard initialStreams == "widest" || Int(initialStreams).map({ (1...10_000).contains($0) }) == true else {
+            throw ValidationError("--initial-streams must be a number from 1 to 10000, or widest")
+        }
     }
 
     func run() throws {
@@ -117,13 +120,7 @@ struct FakePushCommand: ParsableCommand {
         configuration.recordRequests = !noRecord
         guard latency >= 0 && latency <= 60_000 else { throw ValidationError("--latency must be from 0 to 60000 ms") }
         configuration.responseLatency = latency / 1000
-        if initialStreams == "widest" {
-            configuration.initialMaxConcurrentStreams = nil
-        } else if let n = Int(initialStreams), (1...10_000).contains(n) {
-            configuration.initialMaxConcurrentStreams = n
-        } else {
-            throw ValidationError("--initial-streams must be a number from 1 to 10000, or widest")
-        }
+        configuration.initialMaxConcurrentStreams = Int(initialStreams) // nil: widest (checked in `validate`)
         if printPushes {
             configuration.onAccepted = { push in
                 FileHandle.standardOutput.write(Data((push.displayLine + "\n").utf8))

@@ -429,6 +429,8 @@ import TestSupport
         ("fake-push", ["--port", "99999"], "--port must be from 0 to 65535"),
         ("fake-push", ["--threads", "100000"], "--threads must be from 1 to 64"),
         ("fake-push", ["--latency", "nan"], "--latency must be from 0 to 60000"),
+        // It exited 78, as for a configuration fault (operator review).
+        ("fake-push", ["--initial-streams", "foo"], "--initial-streams must be a number from 1 to 10000, or widest"),
         ("push-bench", ["--count=-1"], "--count must be from 1"),
         ("push-bench", ["--window", "0"], "--window must be from 1 to 1000"),
     ])
