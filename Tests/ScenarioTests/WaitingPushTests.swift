@@ -115,6 +115,30 @@ import TestSupport
         #expect(try cancelledBecause(kari) == "the assignment was acknowledged before the push went out")
     }
 
+    /// The organization switching the scenario off, or the assignment given to another mentor, while the job
+    /// decided: the triggers (0037, 0039) found nothing queued yet, and the batch's recheck cancels them (0040).
+    @Test func anOrganizationSwitchOrAReassignmentWhileTheJobWasDecidingCancelsItsNewPushes() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        let assignment = try f.assignment(org, mentor: kari, coordinator: linda, dispatchedDaysAgo: 12)
+        try f.assignment(org, mentor: ola, coordinator: linda, dispatchedDaysAgo: 12)
+        let reassigned = try Jobs.runDecidingWhile(db, f, "assignment-follow-up") {
+            try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id = \(assignment)")
+        }
+        #expect(reassigned.status == 0, "\(reassigned.stderr)")
+        #expect(try cancelledBecause(kari) == "the assignment was given to another mentor before the push went out")
+        #expect(try states(of: ola) == ["pending"], "the other assignment's follow-up still goes")
+
+        let eva = try f.mentor(org, "Eva", lastActivityDaysAgo: 20)
+        let switched = try Jobs.runDecidingWhile(db, f, "inactivity-check") {
+            try f.rule(org, enabled: false)
+        }
+        #expect(switched.status == 0, "\(switched.stderr)")
+        #expect(try cancelledBecause(eva) == "the organization switched inactivity off before the push went out")
+    }
+
     /// The recheck finds a push's assignment by its key: joined on `'assignment:' || a.id` (no index serves it),
     /// every batch that queued pushes read the whole assignments table, which is never pruned (migration 0033).
     /// With sequential scans priced out, the recheck of a follow-up still reads assignments without one.
