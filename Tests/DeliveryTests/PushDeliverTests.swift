@@ -1399,7 +1399,9 @@ import TestSupport
         #expect(event == "cancelled: a pause of the mentor started before the push went out", "\(event)")
     }
 
-    @Test func aRetryInsideItsRecipientsQuietHoursWaitsForTheWindowToEnd() throws {
+    /// Three pending deliveries (ids in order) whose recipients' organization keeps quiet hours from an hour ago
+    /// to an hour on (UTC).
+    func threeDeliveriesInsideAnHoursQuietWindow() throws -> [Int] {
         try bulkDeliveries(3)
         try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
         try f.connection.execute("""
@@ -1407,6 +1409,11 @@ import TestSupport
             SELECT id, (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time FROM organizations
             """)
         let ids: [Int] = try f.connection.query("SELECT id FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        return ids
+    }
+
+    @Test func aRetryInsideItsRecipientsQuietHoursWaitsForTheWindowToEnd() throws {
+        let ids = try threeDeliveriesInsideAnHoursQuietWindow()
         try f.connection.execute("UPDATE deliveries SET attempts = 1 WHERE id = ANY(\(PostgresArray([ids[0], ids[1]]))::bigint[])")
         try f.connection.execute("UPDATE notifications SET critical = true WHERE id = (SELECT notification_id FROM deliveries WHERE id = \(ids[1]))")
         // The dry run says so too (it listed the retry as SEND).
@@ -1438,13 +1445,7 @@ import TestSupport
     /// a push-only notification (out of the inbox) was then lost without a trace, as the jobs never lose one they
     /// would defer past its expiry (`inbox_only_quiet_hours`). It is cancelled and joins the inbox now.
     @Test func aWaitingPushWhoseQuietHoursOutlastItsExpiryJoinsTheInboxInsteadOfExpiringUnseen() throws {
-        try bulkDeliveries(3)
-        try f.connection.execute("UPDATE organizations SET time_zone = 'UTC'")
-        try f.connection.execute("""
-            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end)
-            SELECT id, (now() AT TIME ZONE 'UTC' - interval '1 hour')::time, (now() AT TIME ZONE 'UTC' + interval '1 hour')::time FROM organizations
-            """)
-        let ids: [Int] = try f.connection.query("SELECT id FROM deliveries ORDER BY id").map { try $0.decode(0) }
+        let ids = try threeDeliveriesInsideAnHoursQuietWindow()
         // Three retries: a push-only one and an inbox one that expire before the window ends, one that expires after.
         try f.connection.execute("UPDATE deliveries SET attempts = 1")
         try f.connection.execute("""
