@@ -77,14 +77,52 @@ public final class JobRun {
         }
     }
 
-    /// Takes the job's exclusive lock for the life of `connection`. When another run holds it, records a
-    /// 'skipped' run, says so, and returns false: overlapping runs of a scheduled job exit 0.
-    public func claimExclusive(on connection: Connection) throws -> Bool {
-        let claimed: Bool = try connection.query("SELECT pg_try_advisory_lock(hashtext(\("mentor-push:job:" + job)))").first!.decode(0)
-        if claimed { return true }
+    /// How long a full run waits for runs limited to some organizations (`--org`, by hand) to end.
+    public static let limitedRunsWait: Duration = .seconds(600)
+
+    /// Takes the job's lock for the life of `connection`: exclusive for a run of every organization; for a run
+    /// limited to `organizations` (`--org`), shared with other limited runs, and each of its organizations'
+    /// own. When another run holds what this one needs (a full run, or a limited run of one of the same
+    /// organizations), records a 'skipped' run, says so, and returns false: overlapping runs of a scheduled job
+    /// exit 0. A full run that finds only limited runs in its way waits for them (up to `limitedRunsWait`): a
+    /// run by hand for one organization made the scheduled run skip all the others, exit 0, and send nothing.
+    public func claimExclusive(on connection: Connection, organizations: [UUID] = [], wait: Duration = JobRun.limitedRunsWait) throws -> Bool {
+        let key = "mentor-push:job:" + job
+        if organizations.isEmpty {
+            if try connection.query("SELECT pg_try_advisory_lock(hashtext(\(key)))").first!.decode(0) { return true }
+            // Shared is free while only limited runs hold the job: wait for them, in the lock's queue (limited runs
+            // that start meanwhile queue behind this one, so they cannot starve it).
+            let onlyLimited: Bool = try connection.query("SELECT pg_try_advisory_lock_shared(hashtext(\(key)))").first!.decode(0)
+            guard onlyLimited else { return try skipped(on: connection, because: "another \(job) run is in progress; this one exits without doing anything") }
+            try connection.execute("SELECT pg_advisory_unlock_shared(hashtext(\(key)))")
+            logger.notice("runs of \(job) limited to some organizations (--org) are in progress: waiting for them to end (up to \(Int(wait.components.seconds)) s)")
+            do {
+                try connection.execute("SELECT set_config('lock_timeout', \(String(wait.components.seconds * 1000)), false)")
+                defer { _ = try? connection.execute("RESET lock_timeout") }
+                try connection.execute("SELECT pg_advisory_lock(hashtext(\(key)))")
+                return true
+            } catch let error as PostgresError where error.sqlState == SQLState.lockNotAvailable {
+                throw JobFailure(.tempFail, "runs of \(job) limited to some organizations (--org) were still in progress after \(Int(wait.components.seconds)) s: this run did nothing; run it again once they end (job_runs lists them)")
+            }
+        }
+        // Each organization's lock, then the job's shared one; what was taken is given back when any is not free.
+        var taken: [String] = []
+        for organization in Set(organizations.map { $0.uuidString.lowercased() }).sorted() {
+            guard try connection.query("SELECT pg_try_advisory_lock(hashtext(\(key)), hashtext(\(organization)))").first!.decode(0) else { break }
+            taken.append(organization)
+        }
+        if taken.count == Set(organizations).count,
+           try connection.query("SELECT pg_try_advisory_lock_shared(hashtext(\(key)))").first!.decode(0) as Bool {
+            return true
+        }
+        for organization in taken { try connection.execute("SELECT pg_advisory_unlock(hashtext(\(key)), hashtext(\(organization)))") }
+        return try skipped(on: connection, because: "another \(job) run of every organization or of the same organization is in progress; this one exits without doing anything")
+    }
+
+    private func skipped(on connection: Connection, because message: String) throws -> Bool {
         outcome = "skipped"
-        message = "another \(job) run is in progress; this one exits without doing anything"
-        logger.notice("\(message!)")
+        self.message = message
+        logger.notice("\(message)")
         try record(on: connection, outcome: "skipped")
         return false
     }

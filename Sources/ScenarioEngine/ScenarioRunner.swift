@@ -45,7 +45,7 @@ public struct ScenarioRunner<S: Scenario> {
         try Schema.check(reader)
         if writes {
             try delivery?.prepare()
-            guard try run.claimExclusive(on: reader) else { return summary }
+            guard try run.claimExclusive(on: reader, organizations: options.organizations.map(\.id)) else { return summary }
         } else if options.dryRun {
             // The step before the real run: push settings it would refuse are said (a dry run by hand may lack
             // the key files the unit hands the job, so it goes on).

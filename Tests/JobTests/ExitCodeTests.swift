@@ -279,6 +279,26 @@ import TestSupport
         #expect(run.status == .unavailable && run.outcome == "partial")
     }
 
+    /// A full run waits for runs limited to some organizations only so long: then it ends with 75 (try again)
+    /// saying why, and leaves the connection's lock timeout as it found it.
+    @Test func aFullRunGivesUpWaitingForLimitedRunsWithTempFail() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let limited = try db.connect(), connection = try db.connect()
+        try limited.execute("SELECT pg_advisory_lock_shared(hashtext('mentor-push:job:inactivity-check'))")
+        let run = JobRun(job: "inactivity-check", dryRun: false, asOf: Date(), logger: Logger(label: "test"))
+        let before: String = try connection.query("SHOW lock_timeout").first!.decode(0)
+        do {
+            _ = try run.claimExclusive(on: connection, wait: .seconds(1))
+            Issue.record("the run went on while a limited run held the job")
+        } catch let failure as JobFailure {
+            #expect(failure.status == .tempFail)
+            #expect(failure.message.contains("limited to some organizations (--org) were still in progress after 1 s: this run did nothing"), "\(failure)")
+        }
+        #expect(try connection.query("SHOW lock_timeout").first!.decode(0) == before)
+        try limited.execute("SELECT pg_advisory_unlock_all()")
+        #expect(try run.claimExclusive(on: connection, wait: .seconds(1)))
+    }
+
     /// After a failover the URL may reach a standby, where every write fails with 25006: that was "a bug" (70),
     /// which wrappers do not retry. It is worth trying again (75), and the message says why.
     @Test func aReadOnlyDatabaseExits75() throws {

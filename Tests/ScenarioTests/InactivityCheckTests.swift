@@ -287,6 +287,50 @@ import TestSupport
         #expect(outcome == "skipped")
     }
 
+    /// A run limited to some organizations (`--org`, by hand) holds the job only for them. A scheduled run of
+    /// every organization that starts meanwhile waits for it to end: it skipped, exited 0 and sent nothing to
+    /// any organization. Limited runs of other organizations go side by side; of the same one, or beside a full
+    /// run, they skip.
+    @Test func aRunLimitedToOneOrganizationMakesTheFullRunWaitNotSkip() throws {
+        let first = try f.organization("First"), second = try f.organization("Second")
+        try f.mentor(first, "Kari", lastActivityDaysAgo: 20)
+        try f.mentor(second, "Ola", lastActivityDaysAgo: 20)
+        // What `inactivity-check --org first` holds while it runs.
+        let limited = try db.connect()
+        try limited.execute("""
+            SELECT pg_advisory_lock(hashtext('mentor-push:job:inactivity-check'), hashtext(\(first.uuidString.lowercased()))),
+                   pg_advisory_lock_shared(hashtext('mentor-push:job:inactivity-check'))
+            """)
+        // Another organization's limited run goes beside it; the same organization's skips.
+        let other = try run(["--org", second.uuidString])
+        #expect(other.summary?["outcome"] as? String == "ok" && other.summary?["notified"] as? Int == 1, "\(other.stdout)")
+        let same = try run(["--org", first.uuidString])
+        #expect(same.summary?["outcome"] as? String == "skipped", "\(same.stdout)")
+        #expect(same.stderr.contains("another inactivity-check run of every organization or of the same organization is in progress"))
+
+        let full = Locked<ProcessRunner.Result?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let database = db, now = f.now
+        Thread.detachNewThread {
+            full.withLock { $0 = try? Jobs.inactivityCheck(database, now: now) }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 3) == .timedOut, "the full run waits for the limited one")
+        #expect(try f.count("notifications") == 1, "Ola's, from the limited run of Second")
+        try limited.execute("SELECT pg_advisory_unlock_all()")
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        let result = try #require(full.withLock { $0 })
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.summary?["outcome"] as? String == "ok" && result.summary?["notified"] as? Int == 1, "Kari's: \(result.stdout)")
+        #expect(result.stderr.contains("limited to some organizations (--org) are in progress: waiting"), "\(result.stderr)")
+        #expect(try f.count("notifications") == 2)
+
+        // A limited run while a full run holds the job skips.
+        let holder = try db.connect()
+        try holder.execute("SELECT pg_advisory_lock(hashtext('mentor-push:job:inactivity-check'))")
+        #expect(try run(["--org", second.uuidString]).summary?["outcome"] as? String == "skipped")
+    }
+
     @Test func dryRunPrintsThePlanAndLeavesEveryTableAsItWas() throws {
         let org = try f.organization("Org")
         let quiet = try f.mentor(org, "Kari Nordmann", lastActivityDaysAgo: 20)
