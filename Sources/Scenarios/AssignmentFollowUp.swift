@@ -9,6 +9,9 @@ import TextCoding
 ///
 /// - Candidates: active assignments with no read receipt, dispatched `follow_up_days` or more before now,
 ///   of peer mentors still in the organization, not reminded before (the dedupe key names the assignment).
+/// - An assignment given to another mentor (0041) is dispatched to them then: the days count from the
+///   hand-over, a receipt from before it is the previous mentor's, and the key names the mentor too, so the
+///   new mentor is reminded in their turn.
 /// - A mentor paused now is not reminded while the pause lasts; the decision names the pause. The
 ///   assignment stays a candidate, so the reminder comes on the first run after the pause ends, if it is
 ///   still unacknowledged by then.
@@ -22,7 +25,9 @@ public struct AssignmentFollowUp: Scenario {
     public struct Candidate {
         var assignmentID: UUID
         var title: String
+        /// When the assignment was dispatched to this mentor: at its dispatch, or when it was handed over.
         var dispatchedAt: Date
+        var handedOver: Bool
         var pause: CurrentPause?
     }
 
@@ -43,7 +48,8 @@ public struct AssignmentFollowUp: Scenario {
         let days = PostgresArray(rules.map(\.settings.followUpDays))
         return """
             SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject,
-                   a.id AS assignment_id, a.title, a.dispatched_at, \(CurrentPause.columns)
+                   a.id AS assignment_id, a.title, \(Handover.dispatchedToMentor) AS dispatched_at,
+                   a.mentor_assigned_at IS NOT NULL AS handed_over, \(CurrentPause.columns)
               FROM unnest(\(organizations)::uuid[], \(days)::int[]) AS r(organization_id, follow_up_days)
               JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
                                 AND \(ElapsedDays.possiblyAtLeast("r.follow_up_days", before: now, since: "a.dispatched_at"))
@@ -51,16 +57,17 @@ public struct AssignmentFollowUp: Scenario {
                           AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
               \(CurrentPause.join(mentor: "a.mentor_id", now: now))
               CROSS JOIN LATERAL (SELECT \(Recipient.knownTimeZone) AS name) zone
-             WHERE \(ElapsedDays.atLeast("r.follow_up_days", before: now, since: "a.dispatched_at", zone: "zone.name"))
+             WHERE \(ElapsedDays.atLeast("r.follow_up_days", before: now, since: Handover.dispatchedToMentor, zone: "zone.name"))
                AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
-                                WHERE rr.assignment_id = a.id AND rr.acknowledged_at <= \(now))
-               AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = 'assignment_follow_up:' || a.id)
+                                WHERE \(Handover.acknowledgedByMentor(before: now)))
+               AND NOT EXISTS (SELECT 1 FROM notifications n
+                                WHERE n.dedupe_key = 'assignment_follow_up:' || a.id || \(Handover.mentorInKey))
             """
     }
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(assignmentID: try row.decode("assignment_id"), title: try row.decode("title"),
-                  dispatchedAt: try row.decode("dispatched_at"), pause: try CurrentPause(row))
+                  dispatchedAt: try row.decode("dispatched_at"), handedOver: try row.decode("handed_over"), pause: try CurrentPause(row))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
@@ -74,8 +81,9 @@ public struct AssignmentFollowUp: Scenario {
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
-            dedupeKey: "assignment_follow_up:\(id)",
+            dedupeKey: "assignment_follow_up:\(id)\(Handover.keySuffix(handedOver: candidate.handedOver, mentor: recipient.userID))",
             expiresAt: nil,
             why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(LocalClock.day(of: candidate.dispatchedAt, zone: recipient.timeZone))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
     }
 }
+

@@ -6,7 +6,8 @@ import TextCoding
 /// Tells a peer mentor, as their Nth assignment is dispatched (organization setting `assignment_count`,
 /// 3 for Blindeforbundet), that they are about to become eligible for an honorarium (event
 /// `assignment_dispatched`). Off by default; on for the organizations that pay one. Withdrawn
-/// assignments do not count. Once per mentor and count. The tap opens `/honorarium`.
+/// assignments do not count. Once per mentor and count. The tap opens `/honorarium`. An assignment given to
+/// the mentor by another's counts from the hand-over (0041).
 public struct Honorarium: EventScenario {
     public struct Settings: Sendable {
         public var assignmentCount: Int
@@ -41,7 +42,7 @@ public struct Honorarium: EventScenario {
              WHERE \(events.condition) AND e.kind = 'assignment_dispatched'
                AND (SELECT count(*) FROM assignments x
                      WHERE x.mentor_id = a.mentor_id AND x.state <> 'withdrawn'
-                       AND (x.dispatched_at, x.id) <= (a.dispatched_at, a.id)) = r.assignment_count
+                       AND (greatest(x.dispatched_at, x.mentor_assigned_at), x.id) <= (\(Handover.dispatchedToMentor), a.id)) = r.assignment_count
                AND NOT EXISTS (SELECT 1 FROM notifications n
                                 WHERE n.dedupe_key = 'honorarium:' || a.mentor_id || ':' || r.assignment_count)
             """

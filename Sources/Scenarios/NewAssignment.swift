@@ -6,6 +6,7 @@ import TextCoding
 /// Tells a peer mentor, seconds after a coordinator dispatches it, that they have a new assignment
 /// (event `assignment_dispatched`). Once per assignment; nothing when it was withdrawn, completed or
 /// acknowledged before it was decided (and the database cancels a push still waiting when that happens).
+/// An assignment given to another mentor is new to them (0041): they are told as well, once.
 /// The tap opens the assignment (`/assignments/<id>`).
 public struct NewAssignment: EventScenario {
     public struct Settings: Sendable {}
@@ -14,6 +15,7 @@ public struct NewAssignment: EventScenario {
         var assignmentID: UUID
         var title: String
         var coordinatorName: String?
+        var handedOver: Bool
     }
 
     public init() {}
@@ -28,19 +30,20 @@ public struct NewAssignment: EventScenario {
 
     public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
         """
-        SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject, a.id AS assignment_id, a.title, c.display_name AS coordinator_name
+        SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject, a.id AS assignment_id, a.title, c.display_name AS coordinator_name,
+               a.mentor_assigned_at IS NOT NULL AS handed_over
           FROM events e
           JOIN assignments a ON a.id = e.subject_id::uuid AND a.state = 'active'
           JOIN users u ON u.id = a.mentor_id AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
           LEFT JOIN users c ON c.id = a.coordinator_id
          WHERE \(events.condition) AND e.kind = 'assignment_dispatched'
-           AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE rr.assignment_id = a.id)
+           AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE \(Handover.acknowledgedByMentor()))
         """
     }
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(assignmentID: try row.decode("assignment_id"), title: try row.decode("title"),
-                  coordinatorName: try row.decode("coordinator_name", as: String?.self))
+                  coordinatorName: try row.decode("coordinator_name", as: String?.self), handedOver: try row.decode("handed_over"))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
@@ -51,7 +54,7 @@ public struct NewAssignment: EventScenario {
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
-            dedupeKey: "new_assignment:\(id)",
+            dedupeKey: "new_assignment:\(id)\(Handover.keySuffix(handedOver: candidate.handedOver, mentor: recipient.userID))",
             expiresAt: nil,
             why: "assignment \"\(candidate.title)\" dispatched by \(from)"))
     }

@@ -9,6 +9,8 @@ import TextCoding
 /// - Cases: active assignments with no read receipt, dispatched `overdue_days` or more before now, whose
 ///   mentor is in the coordinator's `coordinator_scopes` (which the schema keeps inside one organization).
 ///   A mentor who has since left still counts: the assignment is still nobody's.
+///   An assignment given to another mentor counts from the hand-over, and a receipt from before it is the
+///   previous mentor's (0041).
 /// - One notification per coordinator per organization-local day, however many cases and runs (the dedupe
 ///   key names the coordinator and the local date); none when there is nothing overdue. One case names the
 ///   mentor and the assignment; several list the oldest three and "and N more".
@@ -63,15 +65,14 @@ public struct OverdueDigest: Scenario {
                    (array_agg(c.mentor_name ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS mentor_names,
                    (array_agg(c.title ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS titles,
                    (array_agg(c.id::text ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS assignment_ids
-              FROM (SELECT s.coordinator_id, r.local_day, a.id, a.title, a.dispatched_at, m.display_name AS mentor_name
+              FROM (SELECT s.coordinator_id, r.local_day, a.id, a.title, \(Handover.dispatchedToMentor) AS dispatched_at, m.display_name AS mentor_name
                       FROM unnest(\(organizations)::uuid[], \(days)::int[], \(localDays)::text[], \(dispatchedBefore)::timestamptz[])
                            AS r(organization_id, overdue_days, local_day, dispatched_before)
                       JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
-                                        AND a.dispatched_at < r.dispatched_before
+                                        AND a.dispatched_at < r.dispatched_before AND \(Handover.dispatchedToMentor) < r.dispatched_before
                       JOIN users m ON m.id = a.mentor_id AND m.organization_id = a.organization_id
                       JOIN coordinator_scopes s ON s.mentor_id = a.mentor_id AND s.organization_id = a.organization_id
-                     WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
-                                        WHERE rr.assignment_id = a.id AND rr.acknowledged_at <= \(now))) c
+                     WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE \(Handover.acknowledgedByMentor(before: now)))) c
               JOIN users co ON co.id = c.coordinator_id AND co.role = 'coordinator' AND co.deactivated_at IS NULL
              WHERE NOT EXISTS (SELECT 1 FROM notifications n
                                 WHERE n.dedupe_key = 'overdue_digest:' || c.coordinator_id || ':' || c.local_day)

@@ -44,6 +44,37 @@ import TestSupport
         #expect(count == 1)
     }
 
+    /// An assignment given to another mentor is dispatched to them then (migration 0041). Kari was reminded and
+    /// read it; handed to Per four days ago, it is his to be reminded of ten days after the hand-over, counted
+    /// from then. Before, Kari's receipt counted as his and her reminder's key as his: never reminded.
+    @Test func anAssignmentGivenToAnotherMentorIsFollowedUpFromTheHandOver() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        let visit = try f.assignment(org, mentor: kari, coordinator: coordinator, title: "Besøk hos Ola", dispatchedDaysAgo: 24)
+        _ = try run(daysLater: -14)
+        #expect(try f.inbox(kari).count == 1, "Kari's reminder, ten days after the dispatch")
+        try f.acknowledge(visit, daysAgo: 12)
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id = \(visit)")
+        try f.connection.execute("UPDATE assignments SET mentor_assigned_at = \(f.daysAgo(4)) WHERE id = \(visit)")
+
+        #expect(try run().summary?["notified"] as? Int == 0, "four days after the hand-over")
+        let due = try run(daysLater: 6)
+        #expect(due.summary?["notified"] as? Int == 1, "\(due.stdout)")
+        let reminder = try #require(try f.inbox(per).first)
+        #expect(reminder.body.contains("10 dager"), "counted from the hand-over: \(reminder.body)")
+        let key: String = try f.connection.query("SELECT dedupe_key FROM notifications WHERE user_id = \(per)").first!.decode(0)
+        #expect(key == "assignment_follow_up:\(visit.uuidString.lowercased()):\(per.uuidString.lowercased())")
+        #expect(try run(daysLater: 7).summary?["notified"] as? Int == 0, "once")
+
+        // Per acknowledges: the app moves the one receipt's time (an upsert), and his waiting reminder is cancelled.
+        try f.connection.execute("UPDATE deliveries SET state = 'pending'")
+        try f.connection.execute("UPDATE assignment_read_receipts SET acknowledged_at = now() WHERE assignment_id = \(visit)")
+        let states: [String] = try f.connection.query("""
+            SELECT d.state FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(per)
+            """).map { try $0.decode(0) }
+        #expect(!states.isEmpty && states.allSatisfy { $0 == "cancelled" }, "\(states)")
+    }
+
     /// A coordinator's title is outside input: in the on-call engineer's dry-run plan it cannot clear the
     /// terminal, start a forged plan line, or reverse the text after it.
     @Test func aHostileTitleCannotForgeOrHideLinesOfTheDryRunPlan() throws {

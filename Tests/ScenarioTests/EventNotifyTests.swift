@@ -171,6 +171,35 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(ola).contains("suppressed:organization_scenario_off@honorarium:3"))
     }
 
+    /// An assignment given to another mentor is new to them (migration 0041): they are told, once, as of an
+    /// insert (the event came on INSERT only, and the first mentor's key made a second notice "already notified").
+    /// A withdrawn one handed over, or a change that keeps the mentor, tells nobody.
+    @Test func anAssignmentGivenToAnotherMentorIsNewToThem() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, locale: "en")
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1, locale: "en")
+        let linda = try coordinator("Linda", of: kari)
+        try f.scope(org, coordinator: linda, mentor: per)
+        let visit = try f.assignment(org, mentor: kari, coordinator: linda, title: "Visit Ola", dispatchedDaysAgo: 0)
+        let old = try f.assignment(org, mentor: kari, coordinator: linda, title: "Old one", dispatchedDaysAgo: 0, state: "withdrawn")
+        try once()
+        #expect(try f.inbox(kari).map(\.title) == ["New assignment: “Visit Ola”"])
+        try f.acknowledge(visit, daysAgo: 0) // Kari's: not Per's
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id IN (\(visit), \(old))")
+        try f.connection.execute("UPDATE assignments SET title = 'Visit Ola Hansen' WHERE id = \(visit)")
+        try once()
+        let told = try f.inbox(per)
+        #expect(told.map(\.title) == ["New assignment: “Visit Ola Hansen”"])
+        let key: String = try f.connection.query("SELECT dedupe_key FROM notifications WHERE user_id = \(per)").first!.decode(0)
+        #expect(key == "new_assignment:\(visit.uuidString.lowercased()):\(per.uuidString.lowercased())")
+        let states: [String] = try f.connection.query("""
+            SELECT d.state FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(per)
+            """).map { try $0.decode(0) }
+        #expect(states == ["pending"], "the batch's recheck takes Kari's receipt for hers too: \(states)")
+        try once()
+        #expect(try f.inbox(per).count == 1, "once")
+        #expect(try f.inbox(kari).count == 1)
+    }
+
     func logActivities(_ mentor: UUID, count: Int, occurredDaysAgo: Int = 0) throws {
         try f.connection.execute("""
             INSERT INTO activities (mentor_id, occurred_at, logged_at)

@@ -52,6 +52,24 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(linda) == ["notified:notified@day:2026-06-15"])
     }
 
+    /// An assignment given to another mentor is overdue ten days after the hand-over (migration 0041), and a
+    /// receipt from before it is the previous mentor's. Before, a case handed over minutes ago was listed at once
+    /// (counted from the first dispatch), and one the first mentor had read was never listed again.
+    @Test func anAssignmentGivenToAnotherMentorIsOverdueTenDaysAfterTheHandOver() throws {
+        let linda = try coordinator("Linda", overdue: [])
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1), per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        try f.scope(org, coordinator: linda, mentor: per)
+        let fresh = try f.assignment(org, mentor: kari, coordinator: linda, title: "Handed over today", dispatchedDaysAgo: 24)
+        let read = try f.assignment(org, mentor: kari, coordinator: linda, title: "Read by Kari", dispatchedDaysAgo: 30)
+        try f.acknowledge(read, daysAgo: 25)
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id IN (\(fresh), \(read))")
+        try f.connection.execute("UPDATE assignments SET mentor_assigned_at = \(f.daysAgo(0.1)) WHERE id = \(fresh)")
+        try f.connection.execute("UPDATE assignments SET mentor_assigned_at = \(f.daysAgo(12)) WHERE id = \(read)")
+        _ = try run()
+        let inbox = try #require(try f.inbox(linda).first)
+        #expect(inbox.body == "Per har ikke bekreftet oppdraget «Read by Kari» etter 10 dager. Trykk for å følge opp.")
+    }
+
     @Test func anOverdueThresholdOfOneDayIsSaidInTheSingular() throws {
         try f.rule(org, scenario: "overdue_digest", settings: #"{"overdue_days": 1}"#)
         let linda = try coordinator("Linda", overdue: [("Ola Nordmann", "Ring ny deltaker", 2)])
