@@ -118,6 +118,24 @@ import TestSupport
         #expect(try f.deliveryStates(linda) == ["cancelled", "pending", "pending"], "and the lift is pushed")
     }
 
+    /// A pause lifted while another pause of the mentor covers now: the coordinator was told "available again"
+    /// of a mentor still paused. The lift is suppressed (`still_paused`); once the last one ends, it is told.
+    @Test func aPauseLiftedWhileAnotherCoversNowIsNoReturn() throws {
+        let lars = try f.mentor(org, "Lars", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: lars)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason) VALUES (\(lars), now() - interval '2 days', now() + interval '5 days', 'Ferie')")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(lars), now() - interval '1 hour', 'Permisjon')")
+        try once()
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(lars) AND reason = 'Ferie'")
+        try once()
+        let titles = try f.inbox(linda).map(\.title), decisions = try f.decisionsWithSubjects(linda)
+        #expect(!titles.contains("Lars er tilgjengelig igjen"), "\(titles)")
+        #expect(decisions.last?.hasPrefix("suppressed:still_paused") == true, "\(decisions)")
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(lars) AND reason = 'Permisjon'")
+        try once()
+        #expect(try f.inbox(linda).map(\.title).filter { $0 == "Lars er tilgjengelig igjen" }.count == 1)
+    }
+
     /// The honorarium's threshold reached again (the third assignment withdrawn, another dispatched): a
     /// candidate the recorder could only find already notified, while the dry run's plan said NOTIFY. It is
     /// no candidate, as the scheduled scenarios' queries leave out what was stored.
