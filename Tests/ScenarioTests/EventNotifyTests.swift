@@ -260,6 +260,23 @@ import TestSupport
         #expect(counts == [120, 120], "the counts stay right either way")
     }
 
+    /// The 25th activity logged today, though it happened three weeks ago (the one the inactivity reminder asked
+    /// for): a person logging it, so the milestone is announced. It was left out by the age of the activity alone,
+    /// for good (a milestone comes once ever). A load of history, more than a few in one statement, still is.
+    @Test func aMilestoneReachedByLoggingAForgottenActivityIsAnnounced() throws {
+        let geir = try f.mentor(org, "Geir", lastActivityDaysAgo: nil)
+        try f.connection.transaction {
+            try f.connection.execute("SET LOCAL mentor_push.events = 'off'")
+            try logActivities(geir, count: 24, occurredDaysAgo: 40)
+        }
+        try logActivities(geir, count: 1, occurredDaysAgo: 21)
+        try once()
+        #expect(try f.inbox(geir).map(\.title) == ["Gratulerer: 25 aktiviteter!"])
+        try logActivities(geir, count: 30, occurredDaysAgo: 21)
+        try once()
+        #expect(try f.inbox(geir).count == 1, "50 reached by a load of history: not announced")
+    }
+
     /// The app edits one of Kari's activities while another transaction logs a new one for her (its insert
     /// trigger holds her row): the edit's recount waits for that row and counts the new activity too. (A review
     /// expected the recount to miss it, from the snapshot it started with; PostgreSQL re-reads the row it waited
