@@ -15,8 +15,11 @@ public struct MessageTemplates: Sendable {
         /// The text of a template without a tag, which renders as itself: no renderer needed.
         var constantTitle: String?
         var constantBody: String?
+        /// Both texts, to tell which variables they name.
+        let source: String
 
         init(title: String, body: String, variables: [TemplateVariable]) throws {
+            source = title + "\n" + body
             self.title = try TemplateCheck.checked(title, variables: variables, part: "title")
             self.body = try TemplateCheck.checked(body, variables: variables, part: "body")
             constantTitle = title.contains("{{") ? nil : title
@@ -24,11 +27,14 @@ public struct MessageTemplates: Sendable {
         }
     }
     public private(set) var byLanguage: [String: Pair]
+    /// The shipped defaults, for a message an organization's own template knows nothing of.
+    let defaults: [String: Pair]
     /// The languages there are templates for.
     public let languages: Set<String>
 
-    init(_ byLanguage: [String: Pair]) {
+    init(_ byLanguage: [String: Pair], defaults: [String: Pair] = [:]) {
         self.byLanguage = byLanguage
+        self.defaults = defaults
         languages = Set(byLanguage.keys)
     }
 
@@ -37,6 +43,19 @@ public struct MessageTemplates: Sendable {
         guard let pair = byLanguage[language.rawValue] ?? byLanguage["nb"] ?? byLanguage.values.first else {
             return ("", "")
         }
+        return render(pair, values)
+    }
+
+    /// The same, for a message only a template that names the flag `flag` can say (one added to the scenario
+    /// after an organization wrote its own): the default where the organization's does not name it.
+    public func render(_ language: Language, _ values: [String: Any], naming flag: String) -> (title: String, body: String) {
+        let key: String? = byLanguage[language.rawValue] != nil ? language.rawValue : byLanguage["nb"] != nil ? "nb" : byLanguage.keys.first
+        guard let key, let pair = byLanguage[key] else { return ("", "") }
+        let names = pair.source.contains("{{#\(flag)}}") || pair.source.contains("{{^\(flag)}}")
+        return render(names ? pair : defaults[key] ?? defaults["nb"] ?? pair, values)
+    }
+
+    private func render(_ pair: Pair, _ values: [String: Any]) -> (title: String, body: String) {
         let context = TemplateValues(values)
         return (pair.constantTitle ?? pair.title.render(context), pair.constantBody ?? pair.body.render(context))
     }
@@ -95,7 +114,7 @@ enum MessageTemplateLoader {
         var variables: [TemplateVariable]
 
         func templates(for organization: UUID) -> MessageTemplates {
-            MessageTemplates(defaults.merging(overrides[organization] ?? [:]) { _, own in own })
+            MessageTemplates(defaults.merging(overrides[organization] ?? [:]) { _, own in own }, defaults: defaults)
         }
     }
 

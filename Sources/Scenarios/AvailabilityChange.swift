@@ -10,8 +10,9 @@ extension SuppressionReason {
     public static let stillPaused = SuppressionReason("still_paused")
 }
 
-/// Tells every coordinator whose scope holds a peer mentor that the mentor started a pause or lifted one,
-/// seconds after it was saved (events `pause_started`, `pause_lifted`).
+/// Tells every coordinator whose scope holds a peer mentor that the mentor started a pause, lifted one,
+/// changed one's dates or called one off, seconds after it was saved (events `pause_started`, `pause_lifted`,
+/// `pause_changed`, `pause_withdrawn`).
 ///
 /// - The body names the mentor and the action; a pause's reason and its end date, when given, are in it.
 /// - A pause lifted before its start was announced: the coordinator is pushed only the net state. When
@@ -20,13 +21,24 @@ extension SuppressionReason {
 ///   cancels that push as the pause is lifted (the inbox keeps both, the phone shows only the lift).
 /// - A pause lifted while another pause of the mentor covers now is no return: nobody is told the mentor is
 ///   available again (`still_paused`; the other pause's start was announced when it was saved).
+/// - A change says the pause's dates now; a pause deleted while it held is a lift, one deleted before it
+///   started is called off (0042). A change or call-off is `superseded` when a later event of the same pause
+///   says what holds, or when the pause's start is announced with it (its start then names the dates now, or
+///   nothing, as a pause called off before it was announced is nobody's news).
 /// - The tap opens the mentor (`/mentors/<id>`).
 public struct AvailabilityChange: EventScenario {
     public struct Settings: Sendable {}
 
+    /// What happened to the pause, by event kind.
+    enum Change: String {
+        case started = "pause_started", lifted = "pause_lifted", changed = "pause_changed", withdrawn = "pause_withdrawn"
+    }
+
     public struct Candidate {
         var eventID: Int
-        var lifted: Bool
+        var change: Change
+        /// A later event of the same pause, or its start announced with this one: this one has nothing to add.
+        var superseded: Bool
         var mentorID: UUID
         var mentorName: String
         var pauseID: Int
@@ -44,54 +56,77 @@ public struct AvailabilityChange: EventScenario {
     public var abstract: String { "Tell coordinators when a peer mentor in their scope starts or lifts a pause." }
     public var category: NotificationCategory { .availabilityChange }
     public var suppressionReasons: [SuppressionReason] { [.superseded, .stillPaused] }
-    public var eventKinds: [String] { ["pause_started", "pause_lifted"] }
+    public var eventKinds: [String] { ["pause_started", "pause_lifted", "pause_changed", "pause_withdrawn"] }
 
     public func settings(_ reader: SettingsReader) throws -> Settings { Settings() }
 
     public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
+        // A pause called off is gone: its event carries what the notice says (0042).
         """
-        SELECT s.coordinator_id AS user_id, 'pause:' || p.id AS subject, e.id AS event_id, e.kind = 'pause_lifted' AS lifted,
-               m.id AS mentor_id, m.display_name AS mentor_name, p.id AS pause_id, p.starts_at, p.ends_at, p.reason, \(CurrentPause.columns)
+        SELECT s.coordinator_id AS user_id, 'pause:' || e.subject_id AS subject, e.id AS event_id, e.kind,
+               m.id AS mentor_id, m.display_name AS mentor_name, e.subject_id::bigint AS pause_id,
+               coalesce(p.starts_at, (e.payload->>'starts_at')::timestamptz) AS starts_at,
+               CASE WHEN p.id IS NULL THEN (e.payload->>'ends_at')::timestamptz ELSE p.ends_at END AS ends_at,
+               CASE WHEN p.id IS NULL THEN e.payload->>'reason' ELSE p.reason END AS reason,
+               e.kind IN ('pause_changed', 'pause_withdrawn') AND (
+                   EXISTS (SELECT 1 FROM events l WHERE l.subject_id = e.subject_id AND l.kind LIKE 'pause%' AND l.id > e.id)
+                   OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind = 'pause_started' AND st.id < e.id
+                                AND (st.processed_at IS NULL OR st.processed_at >= e.created_at))) AS superseded,
+               \(CurrentPause.columns)
           FROM events e
-          JOIN availability_pauses p ON p.id = e.subject_id::bigint
+          LEFT JOIN availability_pauses p ON p.id = e.subject_id::bigint
           JOIN users m ON m.id = e.mentor_id
           \(CurrentPause.join(mentor: "m.id", now: now))
           JOIN coordinator_scopes s ON s.mentor_id = m.id AND s.organization_id = m.organization_id
           JOIN users c ON c.id = s.coordinator_id AND c.role = 'coordinator' AND c.deactivated_at IS NULL
-         WHERE \(events.condition) AND e.kind IN ('pause_started', 'pause_lifted')
+         WHERE \(events.condition) AND e.kind IN ('pause_started', 'pause_lifted', 'pause_changed', 'pause_withdrawn')
+           AND (p.id IS NOT NULL OR e.kind = 'pause_withdrawn')
         """
     }
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
-        Candidate(eventID: try row.decode("event_id"), lifted: try row.decode("lifted"), mentorID: try row.decode("mentor_id"),
-                  mentorName: try row.decode("mentor_name"), pauseID: try row.decode("pause_id"), startsAt: try row.decode("starts_at"),
-                  endsAt: CurrentPause.end(try row.decode("ends_at", as: Date?.self)), reason: try row.decode("reason", as: String?.self),
-                  otherPause: try CurrentPause(row))
+        let kind: String = try row.decode("kind")
+        return Candidate(eventID: try row.decode("event_id"), change: Change(rawValue: kind) ?? .started, superseded: try row.decode("superseded"),
+                         mentorID: try row.decode("mentor_id"), mentorName: try row.decode("mentor_name"), pauseID: try row.decode("pause_id"),
+                         startsAt: try row.decode("starts_at"), endsAt: CurrentPause.end(try row.decode("ends_at", as: Date?.self)),
+                         reason: try row.decode("reason", as: String?.self), otherPause: try CurrentPause(row))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        if !candidate.lifted, let end = candidate.endsAt, end <= now {
+        var candidate = candidate
+        // A pause deleted while it held ended then: a lift.
+        if candidate.change == .withdrawn && candidate.startsAt <= now { candidate.change = .lifted }
+        if candidate.change == .started, let end = candidate.endsAt, end <= now {
             return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause had ended (\(Timestamp.iso8601(end))) before its start was announced: nothing to announce now (a lift the app saved is announced on its own)")
         }
-        if candidate.lifted, let other = candidate.otherPause {
+        if candidate.superseded && (candidate.change == .changed || candidate.change == .withdrawn) {
+            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause \(candidate.pauseID) \(candidate.change == .changed ? "changed" : "was called off"), but a later event of it, or its start announced with it, says what holds")
+        }
+        if candidate.change == .lifted, let other = candidate.otherPause {
             return .suppress(.stillPaused, detail: "\(candidate.mentorName)'s pause \(candidate.pauseID) was lifted, but another covers now (\(other.detail(in: recipient.timeZone))): not available again")
         }
-        let message = rule.messages.render(recipient.language, AvailabilityChange.values(candidate, language: recipient.language, zone: recipient.timeZone, now: now))
+        let values = AvailabilityChange.values(candidate, language: recipient.language, zone: recipient.timeZone, now: now)
+        // An organization's own template written before 0042 knows no call-off or change: it would say the
+        // mentor is taking a break. The default says what happened.
+        let flag = candidate.change == .withdrawn ? "withdrawn" : candidate.change == .changed ? "changed" : nil
+        let message = flag.map { rule.messages.render(recipient.language, values, naming: $0) } ?? rule.messages.render(recipient.language, values)
         let mentor = candidate.mentorID.lowercasedString
+        let verb = [Change.started: "started", .lifted: "lifted", .changed: "changed", .withdrawn: "called off"][candidate.change]!
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/mentors/\(mentor)"), ("mentor_id", mentor), ("pause_id", String(candidate.pauseID))],
             dedupeKey: "availability_change:\(recipient.userID.lowercasedString):\(candidate.eventID)",
             expiresAt: nil,
-            why: "\(candidate.mentorName) \(candidate.lifted ? "lifted" : "started") a pause (event \(candidate.eventID)), in this coordinator's scope"))
+            why: "\(candidate.mentorName) \(verb) a pause (event \(candidate.eventID)), in this coordinator's scope"))
     }
 
     /// The template's values: dates as people in the recipient's time zone write them.
     static func values(_ candidate: Candidate, language: Language, zone: String, now: Date) -> [String: Any] {
-        var values: [String: Any] = ["mentor": candidate.mentorName, "lifted": candidate.lifted,
+        var values: [String: Any] = ["mentor": candidate.mentorName, "lifted": candidate.change == .lifted,
+                                     "changed": candidate.change == .changed, "withdrawn": candidate.change == .withdrawn,
                                      "started": LocalDate.text(candidate.startsAt, zone: zone, language: language)]
-        if !candidate.lifted && candidate.startsAt > now { values["from"] = LocalDate.text(candidate.startsAt, zone: zone, language: language) }
+        if candidate.change != .lifted && candidate.startsAt > now { values["from"] = LocalDate.text(candidate.startsAt, zone: zone, language: language) }
         if let endsAt = candidate.endsAt { values["until"] = LocalDate.text(endsAt, zone: zone, language: language) }
         if let reason = candidate.reason, !reason.isEmpty { values["reason"] = reason }
         return values

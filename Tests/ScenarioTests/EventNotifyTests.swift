@@ -136,6 +136,62 @@ import TestSupport
         #expect(try f.inbox(linda).map(\.title).filter { $0 == "Lars er tilgjengelig igjen" }.count == 1)
     }
 
+    /// A pause whose dates change, or that is called off, reaches the coordinator too (migration 0042): an
+    /// extension, a pause deleted before it started, one deleted while it held (a lift). Before, nothing: the
+    /// coordinator believed the mentor back on the old date, or away for a pause that no longer existed.
+    @Test func aPauseChangedOrCalledOffTellsTheCoordinator() throws {
+        let solveig = try f.mentor(org, "Solveig", lastActivityDaysAgo: 1)
+        let camilla = try f.mentor(org, "Camilla", lastActivityDaysAgo: 1)
+        let lars = try f.mentor(org, "Lars", lastActivityDaysAgo: 1)
+        let svein = try coordinator("Svein", of: solveig)
+        try f.scope(org, coordinator: svein, mentor: camilla)
+        try f.scope(org, coordinator: svein, mentor: lars)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at) VALUES (\(solveig), now() - interval '1 day', '2026-12-02T12:00:00+01')")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason) VALUES (\(camilla), '2026-12-04T08:00:00+01', '2026-12-18T08:00:00+01', 'Ferie')")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(lars), now() - interval '1 day')")
+        try once()
+        #expect(try f.inbox(svein).count == 3)
+
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = '2027-01-06T12:00:00+01' WHERE mentor_id = \(solveig)")
+        try f.connection.execute("DELETE FROM availability_pauses WHERE mentor_id IN (\(camilla), \(lars))")
+        try once()
+        let told = try f.inbox(svein).dropFirst(3).map { $0.title + " / " + $0.body }
+        #expect(told.contains("Solveig har endret pausen / Solveig har endret pausen: nå til 06.01.2027."), "\(told)")
+        #expect(told.contains("Camilla tar likevel ikke pause / Camilla har avlyst pausen som skulle starte 04.12.2026 («Ferie»)."), "\(told)")
+        #expect(told.contains { $0.hasPrefix("Lars er tilgjengelig igjen / ") }, "\(told)")
+        #expect(told.count == 3)
+    }
+
+    /// A pause saved and changed (or called off) before its start was announced: the start says the dates now,
+    /// and the change adds nothing; called off, nothing at all. A waiting push about the start is cancelled when
+    /// the dates change: the change's notice says what holds. An organization's own template written before
+    /// these notices is not used for them (it would say the mentor is taking a break).
+    @Test func aPauseChangedBeforeItsStartWasAnnouncedIsOneNotice() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let linda = try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at) VALUES (\(kari), now() - interval '1 day', '2026-12-02T12:00:00+01')")
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = '2027-01-06T12:00:00+01' WHERE mentor_id = \(kari)")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, ends_at) VALUES (\(kari), '2027-02-01T08:00:00+01', '2027-02-10T08:00:00+01')")
+        try f.connection.execute("DELETE FROM availability_pauses WHERE mentor_id = \(kari) AND starts_at > now()")
+        try once()
+        let first = try f.inbox(linda).map { $0.title + " / " + $0.body }, decisions = try f.decisionsWithSubjects(linda)
+        #expect(first == ["Kari har pause / Kari har satt seg på pause til 06.01.2027."], "\(first)")
+        #expect(decisions.map { $0.split(separator: "@")[0] } == ["notified:notified", "suppressed:superseded", "suppressed:superseded"], "\(decisions)")
+
+        // Announced, its push still waiting (no provider configured): the dates change. The organization has its
+        // own template now, which knows nothing of changes.
+        try f.connection.execute("""
+            INSERT INTO message_templates (scenario, language, organization_id, title, body)
+            VALUES ('availability_change', 'nb', \(org), '{{mentor}}: pause', '{{mentor}} tar pause{{#until}} til {{until}}{{/until}}.')
+            """)
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = '2027-01-20T12:00:00+01' WHERE mentor_id = \(kari)")
+        #expect(try f.deliveryStates(linda) == ["cancelled"])
+        try once()
+        #expect(try f.deliveryStates(linda) == ["cancelled", "pending"])
+        let last = try f.inbox(linda).last.map { $0.title + " / " + $0.body }
+        #expect(last == "Kari har endret pausen / Kari har endret pausen: nå til 20.01.2027.", "\(String(describing: last))")
+    }
+
     /// The honorarium's threshold reached again (the third assignment withdrawn, another dispatched): a
     /// candidate the recorder could only find already notified, while the dry run's plan said NOTIFY. It is
     /// no candidate, as the scheduled scenarios' queries leave out what was stored.
