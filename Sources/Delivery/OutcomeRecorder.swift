@@ -119,7 +119,10 @@ final class OutcomeRecorder {
                 // final outcome takes the row out of the queue, a retry moves it to its next attempt, a release
                 // clears the lease. A push that went out is recorded as sent even after a lost claim, as long as
                 // the delivery is still queued; nothing reopens a delivery that left the queue. Only the rows
-                // written get their deliveries update and their event.
+                // written get their deliveries update and their event. One that went out after its delivery left the
+                // queue (cancelled by the app while the push was on the wire, settled with its retired token, sent
+                // by another engine after a lost claim) keeps its state, but its history says it went out, and when
+                // (`sent_at`, a `sent` event): it said cancelled, and nothing of the push that reached the phone.
                 try connection.execute("""
                     WITH i AS (
                         SELECT * FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
@@ -148,11 +151,20 @@ final class OutcomeRecorder {
                           FROM (SELECT * FROM dequeued UNION ALL SELECT * FROM requeued WHERE state IS NOT NULL) k
                          WHERE d.id = k.id
                         RETURNING d.id, k.event, k.attempts, k.status, k.error
+                    ), late AS (
+                        UPDATE deliveries d
+                           SET sent_at = coalesce(d.sent_at, now()), provider_message_id = coalesce(d.provider_message_id, k.message_id),
+                               updated_at = now()
+                          FROM i k
+                         WHERE d.id = k.id AND k.state = 'sent' AND k.id NOT IN (SELECT id FROM dequeued)
+                        RETURNING d.id, k.attempts, k.status, d.state
                     )
                     INSERT INTO delivery_events (delivery_id, event, attempt, provider_status, detail)
                     SELECT id, event, attempts, status, error FROM updated WHERE event IS NOT NULL
                     UNION ALL
                     SELECT id, event, attempts, status, error FROM requeued WHERE state IS NULL AND event IS NOT NULL
+                    UNION ALL
+                    SELECT id, 'sent', attempts, status, 'the push went out after the delivery was ' || state || ': it was already on its way' FROM late
                     """)
             }
             for (reason, rows) in cancellations.sorted(by: { $0.key < $1.key }) {

@@ -1529,6 +1529,25 @@ import TestSupport
         #expect((result.summary?["push"] as? [String: Any])?["cancelled_after_claim"] as? Int == tokens.count, "\(result.stdout)")
     }
 
+    /// A push already on the wire when the app cancels its delivery cannot be called back: it reaches the phone.
+    /// Its delivery stays cancelled, but its history says it went out (a `sent` event, `sent_at`): it said
+    /// "cancelled before the push went out" and nothing of the push the phone showed.
+    @Test func aPushOnTheWireWhenTheAppCancelsItIsInItsHistory() throws {
+        let running = try deliverSlowly(1, answersAfter: 1.5, concurrency: 1)
+        let deadline = Date().addingTimeInterval(20)
+        while pushes(.apns).isEmpty && Date() < deadline { usleep(5_000) }
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, enabled) SELECT user_id, false FROM notifications")
+        let result = try running.wait(timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(pushes(.apns).filter { $0.status == 200 }.count == 1, "it reached the phone: \(pushes(.apns).map(\.status)) \(result.stdout) \(result.stderr)")
+        let row = try #require(try f.connection.query("SELECT state, sent_at IS NOT NULL, provider_message_id IS NOT NULL FROM deliveries").first)
+        #expect(try row.decode(0, as: String.self) == "cancelled")
+        #expect(try row.decode(1, as: Bool.self) && row.decode(2, as: Bool.self), "when it went out, and the provider's id")
+        let history: [String] = try f.connection.query("SELECT event || ': ' || coalesce(detail, '') FROM delivery_events ORDER BY id").map { try $0.decode(0) }
+        #expect(history == ["cancelled: the user switched push notifications off before the push went out",
+                            "sent: the push went out after the delivery was cancelled: it was already on its way"], "\(history)")
+    }
+
     /// The same in a scenario job's own push phase, whose engine claims the whole run's pushes at once: the
     /// window was the whole phase.
     @Test func aPushTheAppCancelsDuringAJobsPushPhaseIsNotSent() throws {
