@@ -7,7 +7,9 @@ import TextCoding
 /// are still unacknowledged `overdue_days` (default 10) after dispatch.
 ///
 /// - Cases: active assignments with no read receipt, dispatched `overdue_days` or more before now, whose
-///   mentor is in the coordinator's `coordinator_scopes` (which the schema keeps inside one organization).
+///   mentor is in the coordinator's `coordinator_scopes` (which the schema keeps inside one organization), or
+///   which the coordinator dispatched (`assignments.coordinator_id`): a case whose mentor is in nobody's scope
+///   reached nobody, and the seed asks that "the responsible coordinator" hears of it.
 ///   A mentor who has since left still counts: the assignment is still nobody's.
 ///   An assignment given to another mentor counts from the hand-over, and a receipt from before it is the
 ///   previous mentor's (0041).
@@ -71,7 +73,9 @@ public struct OverdueDigest: Scenario {
                       JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
                                         AND a.dispatched_at < r.dispatched_before AND \(Handover.dispatchedToMentor) < r.dispatched_before
                       JOIN users m ON m.id = a.mentor_id AND m.organization_id = a.organization_id
-                      JOIN coordinator_scopes s ON s.mentor_id = a.mentor_id AND s.organization_id = a.organization_id
+                      CROSS JOIN LATERAL (SELECT sc.coordinator_id FROM coordinator_scopes sc
+                                           WHERE sc.mentor_id = a.mentor_id AND sc.organization_id = a.organization_id
+                                          UNION SELECT a.coordinator_id) s
                      WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE \(Handover.acknowledgedByMentor(before: now)))) c
               JOIN users co ON co.id = c.coordinator_id AND co.role = 'coordinator' AND co.deactivated_at IS NULL
              WHERE NOT EXISTS (SELECT 1 FROM notifications n

@@ -134,6 +134,24 @@ import TestSupport
         #expect(recipients == ["coordinator"])
     }
 
+    /// The coordinator who dispatched an assignment hears of it overdue, also when its mentor is in nobody's
+    /// scope (it reached nobody) or in a colleague's (who hears of it too); once in their digest either way.
+    @Test func theCoordinatorWhoDispatchedItHearsOfItEvenOutsideTheirScope() throws {
+        let linda = try coordinator("Linda", overdue: [("Kari", "I Lindas scope", 12)])
+        let mona = try coordinator("Mona", overdue: [("Ola", "I Monas scope", 12)])
+        let unscoped = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: unscoped, coordinator: linda, title: "Uten scope", dispatchedDaysAgo: 13)
+        let ola: UUID = try f.connection.query("SELECT id FROM users WHERE display_name = 'Ola'").first!.decode(0)
+        try f.assignment(org, mentor: ola, coordinator: linda, title: "Linda ga Ola", dispatchedDaysAgo: 11)
+        _ = try run()
+        let lindas = try #require(try f.inbox(linda).first)
+        #expect(lindas.title == "3 oppdrag er ikke bekreftet", "\(lindas)")
+        #expect(lindas.body.contains("Per («Uten scope»)") && lindas.body.contains("Ola («Linda ga Ola»)"), "\(lindas.body)")
+        let monas = try #require(try f.inbox(mona).first)
+        #expect(monas.title == "2 oppdrag er ikke bekreftet" && !monas.body.contains("Uten scope"), "\(monas)")
+        #expect(try f.inbox(linda).count == 1 && f.inbox(mona).count == 1)
+    }
+
     @Test func notBeforeTheSendHourAndAtMostOncePerLocalDay() throws {
         let c = try coordinator("C", overdue: [("M", "T", 12)])
         let early = Self.morning.addingTimeInterval(-3 * 3600) // 06:00 in Oslo
