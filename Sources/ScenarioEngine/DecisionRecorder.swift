@@ -137,15 +137,18 @@ struct DecisionRecorder {
                                      \(PostgresArray(drafts.map { $0?.critical ?? false }))::bool[],
                                      \(PostgresArray(rows.map { $0.push ? $0.draft?.inInbox ?? true : true }))::bool[],
                                      \(PostgresArray(rows.map { $0.push ? $0.draft?.dailySlot?.localDay : nil }))::date[],
-                                     \(PostgresArray(rows.map { $0.push ? $0.draft?.dailySlot?.priority : nil }))::int[])
+                                     \(PostgresArray(rows.map { $0.push ? $0.draft?.dailySlot?.priority : nil }))::int[],
+                                     \(PostgresArray(drafts.map { $0.flatMap(\.aboutAssignmentsText) }))::text[])
                     AS t(user_id, outcome, reason, detail, title, body, data, dedupe_key, expires_at, subject, deliver_at, push, critical,
-                         in_inbox, slot_day, slot_priority)
+                         in_inbox, slot_day, slot_priority, about)
             ), inserted AS (
-                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical, in_inbox)
+                INSERT INTO notifications (user_id, category, title, body, data, created_at, expires_at, dedupe_key, job_run_id, subject, critical, in_inbox,
+                                           about_assignments)
                 -- A push-only notification whose user has no device to push to any more (a token retired or moved
                 -- since the candidates were read) is listed in the inbox, or the user never sees it.
                 SELECT user_id, \(category), title, body, data, \(asOf), expires_at, dedupe_key, \(runID), subject, critical,
-                       in_inbox OR NOT EXISTS (SELECT 1 FROM active_device_tokens d WHERE d.user_id = input.user_id)
+                       in_inbox OR NOT EXISTS (SELECT 1 FROM active_device_tokens d WHERE d.user_id = input.user_id),
+                       string_to_array(about, ',')::uuid[]
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING id, user_id, dedupe_key

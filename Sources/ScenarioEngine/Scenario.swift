@@ -84,6 +84,9 @@ public struct NotificationDraft: Sendable {
     public var inInbox = true
     /// The daily slot this push must take (`DailyCap`); nil: not counted against a cap.
     public var dailySlot: DailySlot?
+    /// The assignments the notification lists (an overdue digest's cases): a waiting push whose every one is
+    /// settled is cancelled (migration 0043).
+    public var aboutAssignments: [UUID] = []
 
     public init(title: String, body: String, data: [(String, String)], dedupeKey: String, expiresAt: Date?, why: String) {
         self.title = title
@@ -92,6 +95,11 @@ public struct NotificationDraft: Sendable {
         self.dedupeKey = dedupeKey
         self.expiresAt = expiresAt
         self.why = why
+    }
+
+    /// `aboutAssignments` as the recorder passes them: comma-separated; nil for none.
+    var aboutAssignmentsText: String? {
+        aboutAssignments.isEmpty ? nil : aboutAssignments.map(\.lowercasedString).joined(separator: ",")
     }
 
     /// `data` as a JSON object.

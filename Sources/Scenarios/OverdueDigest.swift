@@ -30,6 +30,8 @@ public struct OverdueDigest: Scenario {
         var mentorNames: [String]
         var titles: [String]
         var assignmentIDs: [String]
+        /// Every case, for the notification's `about_assignments` (0043).
+        var allAssignmentIDs: [String]
         var oldestDispatch: Date
         var localDay: String
     }
@@ -66,7 +68,8 @@ public struct OverdueDigest: Scenario {
                    count(*) AS cases, min(c.dispatched_at) AS oldest_dispatch,
                    (array_agg(c.mentor_name ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS mentor_names,
                    (array_agg(c.title ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS titles,
-                   (array_agg(c.id::text ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS assignment_ids
+                   (array_agg(c.id::text ORDER BY c.dispatched_at, c.id))[1:\(OverdueDigest.named)] AS assignment_ids,
+                   array_agg(c.id::text ORDER BY c.dispatched_at, c.id) AS all_assignment_ids
               FROM (SELECT s.coordinator_id, r.local_day, a.id, a.title, \(Handover.dispatchedToMentor) AS dispatched_at, m.display_name AS mentor_name
                       FROM unnest(\(organizations)::uuid[], \(days)::int[], \(localDays)::text[], \(dispatchedBefore)::timestamptz[])
                            AS r(organization_id, overdue_days, local_day, dispatched_before)
@@ -86,7 +89,7 @@ public struct OverdueDigest: Scenario {
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(cases: try row.decode("cases"), mentorNames: try row.decode("mentor_names"), titles: try row.decode("titles"),
-                  assignmentIDs: try row.decode("assignment_ids"), oldestDispatch: try row.decode("oldest_dispatch"),
+                  assignmentIDs: try row.decode("assignment_ids"), allAssignmentIDs: try row.decode("all_assignment_ids"), oldestDispatch: try row.decode("oldest_dispatch"),
                   localDay: try row.decode("local_day"))
     }
 
@@ -96,13 +99,15 @@ public struct OverdueDigest: Scenario {
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
         let named = zip(candidate.mentorNames, candidate.titles).map { "\($0) (\"\($1)\")" }.joined(separator: ", ")
-        return .notify(NotificationDraft(
+        var draft = NotificationDraft(
             title: message.title,
             body: message.body,
             data: data,
             dedupeKey: "overdue_digest:\(recipient.userID.lowercasedString):\(candidate.localDay)",
             expiresAt: LocalTime(now, zone: rule.timeZone).nextMidnight,
-            why: "\(candidate.cases) assignment(s) in scope unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")"))
+            why: "\(candidate.cases) assignment(s) in scope unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")")
+        draft.aboutAssignments = candidate.allAssignmentIDs.compactMap(UUID.init(uuidString:))
+        return .notify(draft)
     }
 
     /// The template's values: the single case, or the cases named (the first three) and how many more.

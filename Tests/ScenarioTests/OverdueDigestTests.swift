@@ -152,6 +152,50 @@ import TestSupport
         #expect(try f.inbox(linda).count == 1 && f.inbox(mona).count == 1)
     }
 
+    /// A digest still waiting to go out (the coordinator's quiet hours) is cancelled once every case it lists is
+    /// settled (migration 0043): acknowledged, completed, given to another mentor. It went out as written,
+    /// naming cases acknowledged since. One with a case still open goes.
+    @Test func aWaitingDigestWhoseCasesAreAllSettledIsNotPushed() throws {
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end) VALUES (\(org), '08:00', '11:00')")
+        let linda = try coordinator("Linda", overdue: [("Kari", "Første", 12), ("Sigrid", "Andre", 14)])
+        let mona = try coordinator("Mona", overdue: [("Ola", "Tredje", 12), ("Per", "Fjerde", 13)])
+        let eva = try coordinator("Eva", overdue: [("Liv", "Femte", 12)])
+        _ = try run()
+        #expect(try f.deliveryStates(linda) == ["pending"] && f.deliveryStates(mona) == ["pending"], "deferred to 11:00")
+        let listed: [String] = try f.connection.query("SELECT about_assignments::text FROM notifications WHERE user_id = \(linda)").map { try $0.decode(0) }
+        #expect(listed.count == 1 && listed[0].split(separator: ",").count == 2, "\(listed)")
+        let id = { (title: String) throws -> UUID in try self.f.connection.query("SELECT id FROM assignments WHERE title = \(title)").first!.decode(0) }
+
+        try f.acknowledge(try id("Første"), daysAgo: 0)
+        #expect(try f.deliveryStates(linda) == ["pending"], "Sigrid's case is still open")
+        try f.acknowledge(try id("Andre"), daysAgo: 0)
+        #expect(try f.deliveryStates(linda) == ["cancelled"])
+        let why = try f.connection.query("SELECT detail FROM delivery_events WHERE event = 'cancelled'").first?.decode(0, as: String.self)
+        #expect(why == "every assignment it listed was acknowledged, closed or given to another mentor before the push went out")
+
+        try f.connection.execute("UPDATE assignments SET state = 'completed' WHERE title = 'Tredje'")
+        #expect(try f.deliveryStates(mona) == ["pending"])
+        let other = try f.mentor(org, "Nils", lastActivityDaysAgo: 1)
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(other) WHERE title = 'Fjerde'")
+        #expect(try f.deliveryStates(mona) == ["cancelled"])
+        #expect(try f.deliveryStates(eva) == ["pending"])
+    }
+
+    /// The same for cases settled while the digest job decides (after it read them, before it recorded): its
+    /// batch's recheck cancels the digest (0043).
+    @Test func aDigestWhoseCasesWereSettledWhileTheJobDecidedIsNotPushed() throws {
+        try f.connection.execute("INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end) VALUES (\(org), '08:00', '11:00')")
+        let linda = try coordinator("Linda", overdue: [("Kari", "Første", 12)])
+        let mona = try coordinator("Mona", overdue: [("Ola", "Andre", 12)])
+        let result = try Jobs.runDecidingWhile(db, f, "overdue-digest") {
+            let first: UUID = try f.connection.query("SELECT id FROM assignments WHERE title = 'Første'").first!.decode(0)
+            try f.acknowledge(first, daysAgo: 0)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try f.deliveryStates(linda) == ["cancelled"])
+        #expect(try f.deliveryStates(mona) == ["pending"])
+    }
+
     @Test func notBeforeTheSendHourAndAtMostOncePerLocalDay() throws {
         let c = try coordinator("C", overdue: [("M", "T", 12)])
         let early = Self.morning.addingTimeInterval(-3 * 3600) // 06:00 in Oslo
