@@ -97,8 +97,15 @@ public final class JobRun {
             try connection.execute("SELECT pg_advisory_unlock_shared(hashtext(\(key)))")
             logger.notice("runs of \(job) limited to some organizations (--org) are in progress: waiting for them to end (up to \(Int(wait.components.seconds)) s)")
             do {
-                try connection.execute("SELECT set_config('lock_timeout', \(String(wait.components.seconds * 1000)), false)")
-                defer { _ = try? connection.execute("RESET lock_timeout") }
+                // The connection's statement timeout (300 s by default) would end the wait first: it is lifted past
+                // the lock's for this one statement, and both are put back as they were.
+                let before = try connection.query("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')").first!
+                let (lockTimeout, statementTimeout): (String, String) = (try before.decode(0), try before.decode(1))
+                let milliseconds = wait.components.seconds * 1000
+                try connection.execute("SELECT set_config('lock_timeout', \(String(milliseconds)), false), set_config('statement_timeout', \(String(milliseconds + 10_000)), false)")
+                defer {
+                    _ = try? connection.execute("SELECT set_config('lock_timeout', \(lockTimeout), false), set_config('statement_timeout', \(statementTimeout), false)")
+                }
                 try connection.execute("SELECT pg_advisory_lock(hashtext(\(key)))")
                 return true
             } catch let error as PostgresError where error.sqlState == SQLState.lockNotAvailable {

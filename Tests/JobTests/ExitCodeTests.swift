@@ -286,15 +286,21 @@ import TestSupport
         let limited = try db.connect(), connection = try db.connect()
         try limited.execute("SELECT pg_advisory_lock_shared(hashtext('mentor-push:job:inactivity-check'))")
         let run = JobRun(job: "inactivity-check", dryRun: false, asOf: Date(), logger: Logger(label: "test"))
-        let before: String = try connection.query("SHOW lock_timeout").first!.decode(0)
+        // A statement timeout shorter than the wait (the jobs' default is 300 s, the wait 600): the wait is the lock's.
+        try connection.execute("SET statement_timeout = '1s'")
+        let settings: Query = "SELECT current_setting('lock_timeout') || ' ' || current_setting('statement_timeout')"
+        let before: String = try connection.query(settings).first!.decode(0)
+        let started = Date()
         do {
-            _ = try run.claimExclusive(on: connection, wait: .seconds(1))
+            _ = try run.claimExclusive(on: connection, wait: .seconds(3))
             Issue.record("the run went on while a limited run held the job")
         } catch let failure as JobFailure {
             #expect(failure.status == .tempFail)
-            #expect(failure.message.contains("limited to some organizations (--org) were still in progress after 1 s: this run did nothing"), "\(failure)")
+            #expect(failure.message.contains("limited to some organizations (--org) were still in progress after 3 s: this run did nothing"), "\(failure)")
         }
-        #expect(try connection.query("SHOW lock_timeout").first!.decode(0) == before)
+        #expect(Date().timeIntervalSince(started) >= 2.9, "the whole wait")
+        let after: String = try connection.query(settings).first!.decode(0)
+        #expect(after == before && after.hasSuffix(" 1s"), "\(after)")
         try limited.execute("SELECT pg_advisory_unlock_all()")
         #expect(try run.claimExclusive(on: connection, wait: .seconds(1)))
     }
