@@ -37,8 +37,11 @@ public struct AvailabilityChange: EventScenario {
     public struct Candidate {
         var eventID: Int
         var change: Change
-        /// A later event of the same pause, or its start announced with this one: this one has nothing to add.
+        /// A later event of the same pause, or its start announced with this one, or a later lift of the mentor's
+        /// (two pauses ended together): this one has nothing to add.
         var superseded: Bool
+        /// When the change was saved (the event's `created_at`).
+        var eventAt: Date
         var mentorID: UUID
         var mentorName: String
         var pauseID: Int
@@ -68,10 +71,13 @@ public struct AvailabilityChange: EventScenario {
                coalesce(p.starts_at, (e.payload->>'starts_at')::timestamptz) AS starts_at,
                CASE WHEN p.id IS NULL THEN (e.payload->>'ends_at')::timestamptz ELSE p.ends_at END AS ends_at,
                CASE WHEN p.id IS NULL THEN e.payload->>'reason' ELSE p.reason END AS reason,
-               e.kind IN ('pause_changed', 'pause_withdrawn') AND (
+               (e.kind IN ('pause_changed', 'pause_withdrawn') AND (
                    EXISTS (SELECT 1 FROM events l WHERE l.subject_id = e.subject_id AND l.kind LIKE 'pause%' AND l.id > e.id)
-                   OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind = 'pause_started' AND st.id < e.id
-                                AND (st.processed_at IS NULL OR st.processed_at >= e.created_at))) AS superseded,
+                   OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind LIKE 'pause%' AND st.kind = 'pause_started'
+                                AND st.id < e.id AND (st.processed_at IS NULL OR st.processed_at >= e.created_at))))
+               OR (e.kind = 'pause_lifted' AND EXISTS (
+                   SELECT 1 FROM events l WHERE l.processed_at IS NULL AND l.id > e.id AND l.mentor_id = e.mentor_id AND l.kind = 'pause_lifted'))
+                   AS superseded, e.created_at AS event_at,
                \(CurrentPause.columns)
           FROM events e
           LEFT JOIN availability_pauses p ON p.id = e.subject_id::bigint
@@ -87,6 +93,7 @@ public struct AvailabilityChange: EventScenario {
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         let kind: String = try row.decode("kind")
         return Candidate(eventID: try row.decode("event_id"), change: Change(rawValue: kind) ?? .started, superseded: try row.decode("superseded"),
+                         eventAt: try row.decode("event_at"),
                          mentorID: try row.decode("mentor_id"), mentorName: try row.decode("mentor_name"), pauseID: try row.decode("pause_id"),
                          startsAt: try row.decode("starts_at"), endsAt: CurrentPause.end(try row.decode("ends_at", as: Date?.self)),
                          reason: try row.decode("reason", as: String?.self), otherPause: try CurrentPause(row))
@@ -94,13 +101,15 @@ public struct AvailabilityChange: EventScenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         var candidate = candidate
-        // A pause deleted while it held ended then: a lift.
-        if candidate.change == .withdrawn && candidate.startsAt <= now { candidate.change = .lifted }
+        // A pause deleted while it held ended then: a lift. Whether it held is as of its deletion, not of this run:
+        // one called off before its start and decided after it (a backlog) was never a pause to return from.
+        if candidate.change == .withdrawn && candidate.startsAt <= candidate.eventAt { candidate.change = .lifted }
         if candidate.change == .started, let end = candidate.endsAt, end <= now {
             return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause had ended (\(Timestamp.iso8601(end))) before its start was announced: nothing to announce now (a lift the app saved is announced on its own)")
         }
-        if candidate.superseded && (candidate.change == .changed || candidate.change == .withdrawn) {
-            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause \(candidate.pauseID) \(candidate.change == .changed ? "changed" : "was called off"), but a later event of it, or its start announced with it, says what holds")
+        if candidate.superseded {
+            let what = [Change.started: "started", .lifted: "was lifted", .changed: "changed", .withdrawn: "was called off"][candidate.change]!
+            return .suppress(.superseded, detail: "\(candidate.mentorName)'s pause \(candidate.pauseID) \(what), but a later event says what holds (a later change or lift, or its start announced with it)")
         }
         if candidate.change == .lifted, let other = candidate.otherPause {
             return .suppress(.stillPaused, detail: "\(candidate.mentorName)'s pause \(candidate.pauseID) was lifted, but another covers now (\(other.detail(in: recipient.timeZone))): not available again")
@@ -126,7 +135,9 @@ public struct AvailabilityChange: EventScenario {
         var values: [String: Any] = ["mentor": candidate.mentorName, "lifted": candidate.change == .lifted,
                                      "changed": candidate.change == .changed, "withdrawn": candidate.change == .withdrawn,
                                      "started": LocalDate.text(candidate.startsAt, zone: zone, language: language)]
-        if candidate.change != .lifted && candidate.startsAt > now { values["from"] = LocalDate.text(candidate.startsAt, zone: zone, language: language) }
+        // A change or call-off says "from" of a pause that had not started when it was saved.
+        let reference = candidate.change == .started ? now : candidate.eventAt
+        if candidate.change != .lifted && candidate.startsAt > reference { values["from"] = LocalDate.text(candidate.startsAt, zone: zone, language: language) }
         if let endsAt = candidate.endsAt { values["until"] = LocalDate.text(endsAt, zone: zone, language: language) }
         if let reason = candidate.reason, !reason.isEmpty { values["reason"] = reason }
         return values
