@@ -27,7 +27,8 @@ public struct AssignmentFollowUp: Scenario {
         var title: String
         /// When the assignment was dispatched to this mentor: at its dispatch, or when it was handed over.
         var dispatchedAt: Date
-        var handedOver: Bool
+        /// The end of its dedupe key (`Handover.keySuffix`).
+        var keySuffix: String
         var pause: CurrentPause?
     }
 
@@ -49,7 +50,7 @@ public struct AssignmentFollowUp: Scenario {
         return """
             SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject,
                    a.id AS assignment_id, a.title, \(Handover.dispatchedToMentor) AS dispatched_at,
-                   a.mentor_assigned_at IS NOT NULL AS handed_over, \(CurrentPause.columns)
+                   \(Handover.keySuffix) AS key_suffix, \(CurrentPause.columns)
               FROM unnest(\(organizations)::uuid[], \(days)::int[]) AS r(organization_id, follow_up_days)
               JOIN assignments a ON a.organization_id = r.organization_id AND a.state = 'active'
                                 AND \(ElapsedDays.possiblyAtLeast("r.follow_up_days", before: now, since: "a.dispatched_at"))
@@ -61,13 +62,13 @@ public struct AssignmentFollowUp: Scenario {
                AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr
                                 WHERE \(Handover.acknowledgedByMentor(before: now)))
                AND NOT EXISTS (SELECT 1 FROM notifications n
-                                WHERE n.dedupe_key = 'assignment_follow_up:' || a.id || \(Handover.mentorInKey))
+                                WHERE n.dedupe_key = 'assignment_follow_up:' || a.id || \(Handover.keySuffix))
             """
     }
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(assignmentID: try row.decode("assignment_id"), title: try row.decode("title"),
-                  dispatchedAt: try row.decode("dispatched_at"), handedOver: try row.decode("handed_over"), pause: try CurrentPause(row))
+                  dispatchedAt: try row.decode("dispatched_at"), keySuffix: try row.decode("key_suffix"), pause: try CurrentPause(row))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
@@ -81,7 +82,7 @@ public struct AssignmentFollowUp: Scenario {
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
-            dedupeKey: "assignment_follow_up:\(id)\(Handover.keySuffix(handedOver: candidate.handedOver, mentor: recipient.userID))",
+            dedupeKey: "assignment_follow_up:\(id)\(candidate.keySuffix)",
             expiresAt: nil,
             why: "assignment \"\(candidate.title)\" dispatched \(days) days ago (\(LocalClock.day(of: candidate.dispatchedAt, zone: recipient.timeZone))), not acknowledged (follow-up after \(rule.settings.followUpDays) days)"))
     }

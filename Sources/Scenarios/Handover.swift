@@ -15,12 +15,12 @@ enum Handover {
         return "rr.assignment_id = a.id AND \(by)rr.acknowledged_at >= coalesce(a.mentor_assigned_at, '-infinity')"
     }
 
-    /// The end of assignment `a`'s dedupe keys: `:<mentor id>` once it was handed over; nothing for one its
-    /// mentor has had from its dispatch (the keys written before 0041 stay theirs).
-    static let mentorInKey: Query = "CASE WHEN a.mentor_assigned_at IS NULL THEN '' ELSE ':' || a.mentor_id END"
-
-    /// The same end, in Swift, for a notification to `mentor`.
-    static func keySuffix(handedOver: Bool, mentor: UUID) -> String {
-        handedOver ? ":" + mentor.lowercasedString : ""
-    }
+    /// The end of assignment `a`'s dedupe keys: `:<mentor id>@<hand-over, epoch µs>` once it was handed over, so
+    /// each hand-over is its own (a second turn of the same mentor too); nothing for one its mentor has had from
+    /// its dispatch (the keys written before 0041 stay theirs). Selected as `key_suffix` by the candidate queries,
+    /// so the decision writes exactly what the query looked for.
+    static let keySuffix: Query = """
+        CASE WHEN a.mentor_assigned_at IS NULL THEN ''
+             ELSE ':' || a.mentor_id || '@' || (extract(epoch FROM a.mentor_assigned_at) * 1000000)::bigint END
+        """
 }

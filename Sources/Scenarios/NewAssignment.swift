@@ -15,7 +15,8 @@ public struct NewAssignment: EventScenario {
         var assignmentID: UUID
         var title: String
         var coordinatorName: String?
-        var handedOver: Bool
+        /// The end of its dedupe key (`Handover.keySuffix`).
+        var keySuffix: String
     }
 
     public init() {}
@@ -31,7 +32,7 @@ public struct NewAssignment: EventScenario {
     public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
         """
         SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject, a.id AS assignment_id, a.title, c.display_name AS coordinator_name,
-               a.mentor_assigned_at IS NOT NULL AS handed_over
+               \(Handover.keySuffix) AS key_suffix
           FROM events e
           JOIN assignments a ON a.id = e.subject_id::uuid AND a.state = 'active'
           JOIN users u ON u.id = a.mentor_id AND u.role = 'peer_mentor' AND u.deactivated_at IS NULL
@@ -43,7 +44,7 @@ public struct NewAssignment: EventScenario {
 
     public func candidate(_ row: CandidateRow) throws -> Candidate {
         Candidate(assignmentID: try row.decode("assignment_id"), title: try row.decode("title"),
-                  coordinatorName: try row.decode("coordinator_name", as: String?.self), handedOver: try row.decode("handed_over"))
+                  coordinatorName: try row.decode("coordinator_name", as: String?.self), keySuffix: try row.decode("key_suffix"))
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
@@ -54,7 +55,7 @@ public struct NewAssignment: EventScenario {
             title: message.title,
             body: message.body,
             data: [("category", category.rawValue), ("route", "/assignments/\(id)"), ("assignment_id", id)],
-            dedupeKey: "new_assignment:\(id)\(Handover.keySuffix(handedOver: candidate.handedOver, mentor: recipient.userID))",
+            dedupeKey: "new_assignment:\(id)\(candidate.keySuffix)",
             expiresAt: nil,
             why: "assignment \"\(candidate.title)\" dispatched by \(from)"))
     }
