@@ -8,8 +8,9 @@ import TextCoding
 ///
 /// - A statement that passes several milestones announces the highest.
 /// - Deleting and re-logging an activity never announces a milestone twice (the dedupe key names it).
-/// - History loaded in bulk does not flood anyone: a statement of more than `byHand` activities counts only
-///   when the newest activity that reached it happened within `max_age_days` (default 14); an operator may
+/// - History loaded in bulk does not flood anyone: a statement of more than `byHand` activities, or for more than
+///   one mentor (0044), counts only when the newest activity that reached it happened within `max_age_days`
+///   (default 14); an operator may
 ///   also load with `SET mentor_push.events = 'off'`, which appends no events at all. A person logging a few
 ///   (the one they forgot three weeks ago) reaches the milestone whenever those happened: the age alone
 ///   left a 25th activity logged late unannounced for good, and milestones come once ever.
@@ -27,7 +28,8 @@ public struct Milestone: EventScenario {
 
     public init() {}
 
-    /// At most this many activities in one statement are a person logging them, not history being loaded.
+    /// At most this many activities in one statement, all of one mentor, are a person logging them, not history
+    /// being loaded.
     static let byHand = 10
 
     public var key: String { "milestone" }
@@ -60,7 +62,7 @@ public struct Milestone: EventScenario {
                    AS r(organization_id, milestone, max_age_days) ON r.organization_id = u.organization_id
              WHERE \(events.condition) AND e.kind = 'activities_logged'
                AND r.milestone > (e.payload->>'before')::int AND r.milestone <= (e.payload->>'after')::int
-               AND ((e.payload->>'after')::int - (e.payload->>'before')::int <= \(Milestone.byHand)
+               AND (((e.payload->>'after')::int - (e.payload->>'before')::int <= \(Milestone.byHand) AND (e.payload->>'mentors')::int = 1)
                     OR (e.payload->>'latest_occurred_at')::timestamptz > \(now)::timestamptz - make_interval(days => r.max_age_days))
                AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = 'milestone:' || e.mentor_id || ':' || r.milestone)
              ORDER BY e.id, r.milestone DESC

@@ -360,6 +360,16 @@ import TestSupport
         try logActivities(geir, count: 30, occurredDaysAgo: 21)
         try once()
         #expect(try f.inbox(geir).count == 1, "50 reached by a load of history: not announced")
+        // A load in chunks of 10 a mentor, many mentors a statement: no flood either.
+        let others = try (0..<3).map { try f.mentor(org, "Mentor \($0)", lastActivityDaysAgo: nil) }
+        for _ in 0..<3 {
+            try f.connection.execute("""
+                INSERT INTO activities (mentor_id, occurred_at, logged_at)
+                SELECT m, now() - interval '700 days', now() FROM unnest(\(PostgresArray(others))::uuid[]) AS m, generate_series(1, 10)
+                """)
+        }
+        try once()
+        for mentor in others { #expect(try f.inbox(mentor).isEmpty) }
     }
 
     /// The app edits one of Kari's activities while another transaction logs a new one for her (its insert
