@@ -9,7 +9,9 @@ import TextCoding
 public final class JobRun {
     public let job: String
     public let dryRun: Bool
-    public let asOf: Date
+    /// The instant the run decides as of: its start, or (`claimExclusive` with `restartClock`) when it got the job
+    /// after waiting for it.
+    public private(set) var asOf: Date
     public let logger: Logger
     /// "ok", "partial", "failed", "skipped", "stopped", or a job's own word ("explained").
     public var outcome = "ok"
@@ -86,7 +88,11 @@ public final class JobRun {
     /// organizations), records a 'skipped' run, says so, and returns false: overlapping runs of a scheduled job
     /// exit 0. A full run that finds only limited runs in its way waits for them (up to `limitedRunsWait`): a
     /// run by hand for one organization made the scheduled run skip all the others, exit 0, and send nothing.
-    public func claimExclusive(on connection: Connection, organizations: [UUID] = [], wait: Duration = JobRun.limitedRunsWait) throws -> Bool {
+    /// A full run that waits is in `job_runs` while it waits (its row 'running', recorded on `connection`; the
+    /// caller records none then) and, with `restartClock`, decides as of when it got the job: as of its start, it
+    /// pushed into quiet hours that began while it waited.
+    public func claimExclusive(on connection: Connection, organizations: [UUID] = [], wait: Duration = JobRun.limitedRunsWait,
+                               restartClock: Bool = false) throws -> Bool {
         let key = "mentor-push:job:" + job
         if organizations.isEmpty {
             if try connection.query("SELECT pg_try_advisory_lock(hashtext(\(key)))").first!.decode(0) { return true }
@@ -96,6 +102,7 @@ public final class JobRun {
             guard onlyLimited else { return try skipped(on: connection, because: "another \(job) run is in progress; this one exits without doing anything") }
             try connection.execute("SELECT pg_advisory_unlock_shared(hashtext(\(key)))")
             logger.notice("runs of \(job) limited to some organizations (--org) are in progress: waiting for them to end (up to \(Int(wait.components.seconds)) s)")
+            if runID == nil { try record(on: connection) }
             do {
                 // The connection's statement timeout (300 s by default) would end the wait first: it is lifted past
                 // the lock's for this one statement, and both are put back as they were.
@@ -107,6 +114,10 @@ public final class JobRun {
                     _ = try? connection.execute("SELECT set_config('lock_timeout', \(lockTimeout), false), set_config('statement_timeout', \(statementTimeout), false)")
                 }
                 try connection.execute("SELECT pg_advisory_lock(hashtext(\(key)))")
+                if restartClock, let runID {
+                    asOf = Date()
+                    try connection.execute("UPDATE job_runs SET as_of = \(asOf) WHERE id = \(runID)")
+                }
                 return true
             } catch let error as PostgresError where error.sqlState == SQLState.lockNotAvailable {
                 throw JobFailure(.tempFail, "runs of \(job) limited to some organizations (--org) were still in progress after \(Int(wait.components.seconds)) s: this run did nothing; run it again once they end (job_runs lists them)")

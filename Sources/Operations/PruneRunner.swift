@@ -66,7 +66,7 @@ public enum PruneRunner {
                 counts = try connection.transaction(.readOnly) { try dryRun(connection, PruneRules(settings: settings)) }
             } else {
                 guard try run.claimExclusive(on: connection) else { return }
-                try run.record(on: connection)
+                if run.runID == nil { try run.record(on: connection) } // a run that waited is on record already
                 var pruner = Pruner(connection: connection, rules: PruneRules(settings: settings), batchSize: settings.batchSize, logger: run.logger)
                 defer {
                     // Also when a later batch fails: what committed is gone, and the summary says so.

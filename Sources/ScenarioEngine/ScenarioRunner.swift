@@ -33,7 +33,6 @@ public struct ScenarioRunner<S: Scenario> {
 
     /// The run itself, for the envelope or for an in-process test with a `JobRun` of its own.
     public func execute(in run: JobRun) throws -> ScenarioSummary {
-        let now = run.asOf
         let logger = run.logger
         let writes = !options.dryRun && !options.explain
         var summary = ScenarioSummary(job: scenario.jobName, dryRun: options.dryRun,
@@ -45,7 +44,9 @@ public struct ScenarioRunner<S: Scenario> {
         try Schema.check(reader)
         if writes {
             try delivery?.prepare()
-            guard try run.claimExclusive(on: reader, organizations: options.organizations.map(\.id)) else { return summary }
+            guard try run.claimExclusive(on: reader, organizations: options.organizations.map(\.id), restartClock: options.now == nil) else {
+                return summary
+            }
         } else if options.dryRun {
             // The step before the real run: push settings it would refuse are said (a dry run by hand may lack
             // the key files the unit hands the job, so it goes on).
@@ -54,6 +55,8 @@ public struct ScenarioRunner<S: Scenario> {
             }
         }
 
+        // Read once the job is ours: a run that waited for it decides as of then (`claimExclusive`).
+        let now = run.asOf
         var (rules, invalid) = try RuleLoader.load(scenario, only: options.organizations.map(\.id), from: reader)
         for failure in invalid { logger.error("\(failure.message) (this organization is skipped)") }
         summary.invalidOrganizations = invalid.count
@@ -84,7 +87,7 @@ public struct ScenarioRunner<S: Scenario> {
         if writes {
             let connection = try connect()
             writer = connection
-            try run.record(on: connection)
+            if run.runID == nil { try run.record(on: connection) } // a run that waited is on record already
             recorder = DecisionRecorder(connection: connection, scenario: scenario.key, category: scenario.category,
                                         runID: run.runID!, asOf: now)
         }

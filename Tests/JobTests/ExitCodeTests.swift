@@ -299,6 +299,7 @@ import TestSupport
             #expect(failure.message.contains("limited to some organizations (--org) were still in progress after 3 s: this run did nothing"), "\(failure)")
         }
         #expect(Date().timeIntervalSince(started) >= 2.9, "the whole wait")
+        #expect(run.runID != nil, "on record while it waited (the envelope ends the row as failed)")
         let after: String = try connection.query(settings).first!.decode(0)
         #expect(after == before && after.hasSuffix(" 1s"), "\(after)")
         try limited.execute("SELECT pg_advisory_unlock_all()")

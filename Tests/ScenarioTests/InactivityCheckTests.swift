@@ -293,7 +293,7 @@ import TestSupport
     /// run, they skip.
     @Test func aRunLimitedToOneOrganizationMakesTheFullRunWaitNotSkip() throws {
         let first = try f.organization("First"), second = try f.organization("Second")
-        try f.mentor(first, "Kari", lastActivityDaysAgo: 20)
+        let kari = try f.mentor(first, "Kari", lastActivityDaysAgo: 20)
         try f.mentor(second, "Ola", lastActivityDaysAgo: 20)
         // What `inactivity-check --org first` holds while it runs.
         let limited = try db.connect()
@@ -310,20 +310,29 @@ import TestSupport
 
         let full = Locked<ProcessRunner.Result?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let database = db, now = f.now
+        // The scheduled run: as of the clock, no --now.
+        let database = db
         Thread.detachNewThread {
-            full.withLock { $0 = try? Jobs.inactivityCheck(database, now: now) }
+            full.withLock { $0 = try? Jobs.run("inactivity-check", [], database: database) }
             done.signal()
         }
         #expect(done.wait(timeout: .now() + 3) == .timedOut, "the full run waits for the limited one")
         #expect(try f.count("notifications") == 1, "Ola's, from the limited run of Second")
+        let waiting: Int = try f.connection.query("SELECT count(*) FROM job_runs WHERE job = 'inactivity-check' AND outcome = 'running'").first!.decode(0)
+        #expect(waiting == 1, "the waiting run is on record")
+        let released = Date()
         try limited.execute("SELECT pg_advisory_unlock_all()")
         #expect(done.wait(timeout: .now() + 60) == .success)
         let result = try #require(full.withLock { $0 })
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.summary?["outcome"] as? String == "ok" && result.summary?["notified"] as? Int == 1, "Kari's: \(result.stdout)")
+        #expect(result.summary?["outcome"] as? String == "ok", "\(result.stdout)")
+        #expect(try f.inbox(kari).count == 1, "Kari's reminder, from the full run")
         #expect(result.stderr.contains("limited to some organizations (--org) are in progress: waiting"), "\(result.stderr)")
-        #expect(try f.count("notifications") == 2)
+        // It decided as of when it got the job, not as of its start 3 s before (quiet hours may have begun since).
+        let asOf = try #require((result.summary?["as_of"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+        #expect(asOf >= released.addingTimeInterval(-1), "\(asOf) against \(released)")
+        let runs: Int = try f.connection.query("SELECT count(*) FROM job_runs WHERE job = 'inactivity-check' AND outcome = 'ok' AND NOT dry_run").first!.decode(0)
+        #expect(runs == 2, "the limited run's row and the full run's one row")
 
         // A limited run while a full run holds the job skips.
         let holder = try db.connect()
