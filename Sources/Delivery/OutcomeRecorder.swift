@@ -121,8 +121,9 @@ final class OutcomeRecorder {
                 // the delivery is still queued; nothing reopens a delivery that left the queue. Only the rows
                 // written get their deliveries update and their event. One that went out after its delivery left the
                 // queue (cancelled by the app while the push was on the wire, settled with its retired token, sent
-                // by another engine after a lost claim) keeps its state, but its history says it went out, and when
-                // (`sent_at`, a `sent` event): it said cancelled, and nothing of the push that reached the phone.
+                // by another engine after a lost claim) keeps its state and the time it got it (`updated_at`), but its
+                // history says it went out, and when (`sent_at`, its attempt, a `sent` event): it said cancelled, and
+                // nothing of the push that reached the phone.
                 try connection.execute("""
                     WITH i AS (
                         SELECT * FROM unnest(\(ids)::bigint[], \(PostgresArray(outcomes.map(\.state)))::text[],
@@ -154,7 +155,7 @@ final class OutcomeRecorder {
                     ), late AS (
                         UPDATE deliveries d
                            SET sent_at = coalesce(d.sent_at, now()), provider_message_id = coalesce(d.provider_message_id, k.message_id),
-                               updated_at = now()
+                               attempts = greatest(d.attempts, k.attempts)
                           FROM i k
                          WHERE d.id = k.id AND k.state = 'sent' AND k.id NOT IN (SELECT id FROM dequeued)
                         RETURNING d.id, k.attempts, k.status, d.state

@@ -133,7 +133,10 @@ public enum WhyText {
         case "sent": text = "SENT\(delivery.sentAt.map { " " + time($0) } ?? ""), \(attempts)"
         case "pending": text = "PENDING, due \(delivery.nextAttemptAt.map(time) ?? "?"), \(attempts) so far"
         case "retrying": text = "RETRYING at \(delivery.nextAttemptAt.map(time) ?? "?"), \(attempts) so far"
-        default: text = "\(delivery.state.uppercased()) \(time(delivery.updatedAt)), \(attempts)"
+        default:
+            text = "\(delivery.state.uppercased()) \(time(delivery.updatedAt)), \(attempts)"
+            // A push already on its way when its delivery was cancelled or settled: it went out all the same.
+            if let sent = delivery.sentAt { text += ", but the push went out at \(time(sent)) (it was already on its way)" }
         }
         if let lease = delivery.claimedUntil {
             text += report.isClaimed(delivery) ? ", claimed by a push-deliver run until \(time(lease))"

@@ -1540,9 +1540,15 @@ import TestSupport
         let result = try running.wait(timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(pushes(.apns).filter { $0.status == 200 }.count == 1, "it reached the phone: \(pushes(.apns).map(\.status)) \(result.stdout) \(result.stderr)")
-        let row = try #require(try f.connection.query("SELECT state, sent_at IS NOT NULL, provider_message_id IS NOT NULL FROM deliveries").first)
+        let row = try #require(try f.connection.query("""
+            SELECT state, sent_at IS NOT NULL, provider_message_id IS NOT NULL, attempts, updated_at < sent_at FROM deliveries
+            """).first)
         #expect(try row.decode(0, as: String.self) == "cancelled")
         #expect(try row.decode(1, as: Bool.self) && row.decode(2, as: Bool.self), "when it went out, and the provider's id")
+        #expect(try row.decode(3, as: Int.self) == 1 && row.decode(4, as: Bool.self), "its attempt; the state's time is the cancel's")
+        let user: UUID = try f.connection.query("SELECT user_id FROM notifications").first!.decode(0)
+        let why = try Jobs.run("why", [user.uuidString], database: db)
+        #expect(why.stdout.contains("CANCELLED") && why.stdout.contains(", but the push went out at "), "\(why.stdout)")
         let history: [String] = try f.connection.query("SELECT event || ': ' || coalesce(detail, '') FROM delivery_events ORDER BY id").map { try $0.decode(0) }
         #expect(history == ["cancelled: the user switched push notifications off before the push went out",
                             "sent: the push went out after the delivery was cancelled: it was already on its way"], "\(history)")
