@@ -38,7 +38,7 @@ public struct AvailabilityChange: EventScenario {
         var eventID: Int
         var change: Change
         /// A later event of the same pause, or its start announced with this one, or a later lift of the mentor's
-        /// (two pauses ended together): this one has nothing to add.
+        /// (two pauses ended together) that will be decided (its pause still there): this one has nothing to add.
         var superseded: Bool
         /// When the change was saved (the event's `created_at`).
         var eventAt: Date
@@ -76,7 +76,8 @@ public struct AvailabilityChange: EventScenario {
                    OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind LIKE 'pause%' AND st.kind = 'pause_started'
                                 AND st.id < e.id AND (st.processed_at IS NULL OR st.processed_at >= e.created_at))))
                OR (e.kind = 'pause_lifted' AND EXISTS (
-                   SELECT 1 FROM events l WHERE l.processed_at IS NULL AND l.id > e.id AND l.mentor_id = e.mentor_id AND l.kind = 'pause_lifted'))
+                   SELECT 1 FROM events l WHERE l.processed_at IS NULL AND l.id > e.id AND l.mentor_id = e.mentor_id AND l.kind = 'pause_lifted'
+                      AND EXISTS (SELECT 1 FROM availability_pauses lp WHERE lp.id = l.subject_id::bigint)))
                    AS superseded, e.created_at AS event_at,
                \(CurrentPause.columns)
           FROM events e

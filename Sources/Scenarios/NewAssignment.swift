@@ -6,7 +6,8 @@ import TextCoding
 /// Tells a peer mentor, seconds after a coordinator dispatches it, that they have a new assignment
 /// (event `assignment_dispatched`). Once per assignment; nothing when it was withdrawn, completed or
 /// acknowledged before it was decided (and the database cancels a push still waiting when that happens).
-/// An assignment given to another mentor is new to them (0041): they are told as well, once.
+/// An assignment given to another mentor is new to them (0041): they are told as well, once. Several events of one
+/// assignment decided together (handed over twice before a run) are one candidate: its mentor now.
 /// The tap opens the assignment (`/assignments/<id>`).
 public struct NewAssignment: EventScenario {
     public struct Settings: Sendable {}
@@ -31,7 +32,7 @@ public struct NewAssignment: EventScenario {
 
     public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
         """
-        SELECT a.mentor_id AS user_id, 'assignment:' || a.id AS subject, a.id AS assignment_id, a.title, c.display_name AS coordinator_name,
+        SELECT DISTINCT ON (a.id) a.mentor_id AS user_id, 'assignment:' || a.id AS subject, a.id AS assignment_id, a.title, c.display_name AS coordinator_name,
                \(Handover.keySuffix) AS key_suffix
           FROM events e
           JOIN assignments a ON a.id = e.subject_id::uuid AND a.state = 'active'
@@ -39,6 +40,7 @@ public struct NewAssignment: EventScenario {
           LEFT JOIN users c ON c.id = a.coordinator_id
          WHERE \(events.condition) AND e.kind = 'assignment_dispatched'
            AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE \(Handover.acknowledgedByMentor()))
+         ORDER BY a.id, e.id DESC
         """
     }
 

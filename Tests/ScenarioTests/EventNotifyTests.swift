@@ -120,6 +120,21 @@ import TestSupport
 
     /// A pause lifted while another pause of the mentor covers now: the coordinator was told "available again"
     /// of a mentor still paused. The lift is suppressed (`still_paused`); once the last one ends, it is told.
+    /// A lift followed by another lift of the mentor whose pause is then deleted: the later one is no candidate
+    /// (its pause is gone), so it supersedes nothing: the return is still told.
+    @Test func aLiftIsNotSupersededByALiftWhosePauseIsGone() throws {
+        let ida = try f.mentor(org, "Ida", lastActivityDaysAgo: 1)
+        let arne = try coordinator("Arne", of: ida)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(ida), now() - interval '2 days', 'A'), (\(ida), now() - interval '1 day', 'B')")
+        try once()
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(ida) AND reason = 'A'")
+        try f.connection.execute("UPDATE availability_pauses SET ends_at = now() WHERE mentor_id = \(ida) AND reason = 'B'")
+        try f.connection.execute("DELETE FROM availability_pauses WHERE mentor_id = \(ida) AND reason = 'B'")
+        try once()
+        let titles = try f.inbox(arne).map(\.title)
+        #expect(titles.filter { $0 == "Ida er tilgjengelig igjen" }.count == 1, "\(titles)")
+    }
+
     @Test func aPauseLiftedWhileAnotherCoversNowIsNoReturn() throws {
         let lars = try f.mentor(org, "Lars", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: lars)
@@ -301,6 +316,14 @@ import TestSupport
         try once()
         #expect(try f.inbox(per).map(\.title) == ["New assignment: “Visit Ola Hansen”", "New assignment: “Visit Ola Hansen”"])
         #expect(try f.inbox(kari).count == 2)
+        // Handed over twice before a run: one candidate, its mentor now; the counts agree with the plan.
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(kari) WHERE id = \(visit)")
+        try f.connection.execute("UPDATE assignments SET mentor_id = \(per) WHERE id = \(visit)")
+        let plan = try once(["--dry-run"])
+        #expect(plan.stdout.split(separator: "\n").filter { $0.hasPrefix("SKIP") }.isEmpty, "\(plan.stdout)")
+        let twice = try once()
+        #expect(twice.summary?["notified"] as? Int == 1 && twice.summary?["duplicates"] as? Int == 0, "\(twice.stdout)")
+        #expect(try f.inbox(per).count == 3 && f.inbox(kari).count == 2)
     }
 
     func logActivities(_ mentor: UUID, count: Int, occurredDaysAgo: Int = 0) throws {
