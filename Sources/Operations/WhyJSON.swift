@@ -133,6 +133,15 @@ public enum WhyJSON {
             n.add("dedupe_key", notification.dedupeKey)
             n.add("subject", notification.subject)
             n.add("job_run_id", int: notification.runID)
+            if !notification.listed.isEmpty {
+                n.add("lists", objects: notification.listed.map { item in
+                    var l = JSONWriter()
+                    l.add("assignment_id", item.id)
+                    l.add("title", item.title)
+                    l.add("status", item.status)
+                    return l
+                })
+            }
             n.add("decision_ids", ints: report.decisions(of: notification).map(\.id))
             n.add("deliveries", objects: notification.deliveries.map { delivery in
                 var d = JSONWriter()

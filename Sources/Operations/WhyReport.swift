@@ -135,6 +135,16 @@ public struct WhyReport {
         public var subject: String?
         public var runID: Int?
         public var deliveries: [Delivery] = []
+        /// The assignments it lists (a digest's cases, 0043), each with its state now.
+        public var listed: [Listed] = []
+    }
+
+    /// An assignment a notification lists, and whether it is still open for it: `open`, `acknowledged`, `given to
+    /// another mentor` (since the notification), its state when no longer active, or `gone`.
+    public struct Listed {
+        public var id: String
+        public var title: String?
+        public var status: String
     }
 
     public var user: User
@@ -334,6 +344,22 @@ extension WhyReport {
                          dedupeKey: try row.decode(11), subject: try row.decode(12), runID: try row.decode(13))
         }
         guard !notifications.isEmpty else { return [] }
+        let listed = try connection.query("""
+            SELECT n.id, c.id::text, a.title,
+                   CASE WHEN a.id IS NULL THEN 'gone' WHEN a.state <> 'active' THEN a.state
+                        WHEN a.mentor_assigned_at > n.created_at THEN 'given to another mentor'
+                        WHEN EXISTS (SELECT 1 FROM assignment_read_receipts r
+                                      WHERE r.assignment_id = a.id AND r.acknowledged_at >= coalesce(a.mentor_assigned_at, '-infinity'))
+                        THEN 'acknowledged' ELSE 'open' END
+              FROM notifications n CROSS JOIN LATERAL unnest(n.about_assignments) WITH ORDINALITY AS c(id, position)
+              LEFT JOIN assignments a ON a.id = c.id
+             WHERE n.id = ANY(\(PostgresArray(notifications.map(\.id)))::uuid[]) AND n.about_assignments IS NOT NULL
+             ORDER BY n.id, c.position
+            """).map { row -> (UUID, Listed) in
+            (try row.decode(0), Listed(id: try row.decode(1), title: try row.decode(2), status: try row.decode(3)))
+        }
+        let listedBy = Dictionary(grouping: listed, by: \.0)
+        for index in notifications.indices { notifications[index].listed = listedBy[notifications[index].id]?.map(\.1) ?? [] }
         var deliveries = try connection.query("""
             SELECT d.id, d.notification_id, d.device_token_id, t.provider, t.token, t.apns_environment, d.state, d.attempts,
                    q.next_attempt_at, d.last_error, d.provider_message_id, d.created_at, d.updated_at, d.sent_at, q.lease_until

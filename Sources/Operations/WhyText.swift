@@ -88,6 +88,10 @@ public enum WhyText {
             if let expires = notification.expiresAt { facts.append("expires \(time(expires))") }
             line("    " + facts.joined(separator: "; "))
             line("    body: \(notification.body)")
+            if !notification.listed.isEmpty {
+                line("    lists \(notification.listed.count) assignment\(notification.listed.count == 1 ? "" : "s"): "
+                     + notification.listed.map { "\($0.title.map(JSONWriter.string) ?? $0.id) (\($0.status))" }.joined(separator: ", "))
+            }
             if notification.deliveries.isEmpty {
                 // Why no push was queued: the decision says when it was one (inbox only, the daily cap, quiet hours
                 // past the expiry); otherwise the user had no active device.

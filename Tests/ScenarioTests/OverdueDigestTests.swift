@@ -168,6 +168,11 @@ import TestSupport
 
         try f.acknowledge(try id("Første"), daysAgo: 0)
         #expect(try f.deliveryStates(linda) == ["pending"], "Sigrid's case is still open")
+        // What keeps it waiting, as the operator sees it.
+        let story = try Jobs.run("why", [linda.uuidString], database: db)
+        #expect(story.stdout.contains("lists 2 assignments: \"Andre\" (open), \"Første\" (acknowledged)"), "\(story.stdout)")
+        let json = try Jobs.run("why", [linda.uuidString, "--format", "json"], database: db)
+        #expect(json.stdout.contains(#""title":"Første","status":"acknowledged""#), "\(json.stdout)")
         try f.acknowledge(try id("Andre"), daysAgo: 0)
         #expect(try f.deliveryStates(linda) == ["cancelled"])
         let why = try f.connection.query("SELECT detail FROM delivery_events WHERE event = 'cancelled'").first?.decode(0, as: String.self)
