@@ -105,7 +105,7 @@ public struct OverdueDigest: Scenario {
             data: data,
             dedupeKey: "overdue_digest:\(recipient.userID.lowercasedString):\(candidate.localDay)",
             expiresAt: LocalTime(now, zone: rule.timeZone).nextMidnight,
-            why: "\(candidate.cases) assignment(s) in scope unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")")
+            why: "\(candidate.cases) assignment(s) in scope or dispatched by this coordinator unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")")
         draft.aboutAssignments = candidate.allAssignmentIDs.compactMap(UUID.init(uuidString:))
         return .notify(draft)
     }
