@@ -118,8 +118,6 @@ import TestSupport
         #expect(try f.deliveryStates(linda) == ["cancelled", "pending", "pending"], "and the lift is pushed")
     }
 
-    /// A pause lifted while another pause of the mentor covers now: the coordinator was told "available again"
-    /// of a mentor still paused. The lift is suppressed (`still_paused`); once the last one ends, it is told.
     /// A lift followed by another lift of the mentor whose pause is then deleted: the later one is no candidate
     /// (its pause is gone), so it supersedes nothing: the return is still told.
     @Test func aLiftIsNotSupersededByALiftWhosePauseIsGone() throws {
@@ -135,6 +133,8 @@ import TestSupport
         #expect(titles.filter { $0 == "Ida er tilgjengelig igjen" }.count == 1, "\(titles)")
     }
 
+    /// A pause lifted while another pause of the mentor covers now: the coordinator was told "available again"
+    /// of a mentor still paused. The lift is suppressed (`still_paused`); once the last one ends, it is told.
     @Test func aPauseLiftedWhileAnotherCoversNowIsNoReturn() throws {
         let lars = try f.mentor(org, "Lars", lastActivityDaysAgo: 1)
         let linda = try coordinator("Linda", of: lars)
