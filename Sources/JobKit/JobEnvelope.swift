@@ -24,8 +24,9 @@ public enum JobEnvelope {
         if run.stoppedBy != nil && run.outcome != "failed" { run.outcome = "stopped" }
         run.finishRecord()
         // A run skipped for another in progress leaves the metrics to that one: its success would hide a run
-        // that hangs from the alert on the last success.
-        if writes && run.outcome != "skipped" { run.publishMetrics(duration: clock.now - started) }
+        // that hangs from the alert on the last success. So does a run limited to some organizations (by hand):
+        // its success would hide scheduled runs that fail.
+        if writes && run.outcome != "skipped" && !run.limited { run.publishMetrics(duration: clock.now - started) }
         Output.line(run.summaryLine(duration: clock.now - started))
         Output.flush()
         StopRequest.shared.endIfRequested()

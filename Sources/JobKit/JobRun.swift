@@ -19,6 +19,8 @@ public final class JobRun {
     public var message: String?
     /// The signal that stopped the run early ("SIGTERM"), if one did.
     public var stoppedBy: String?
+    /// Limited to some organizations (`--org`): its success is not the job's, so it writes no metrics.
+    public var limited = false
     /// The job's own figures: members of the summary line (between `run_id` and `duration_ms`) and
     /// of `job_runs.counts`. Called when the run ends.
     public var counts: () -> JSONWriter = { JSONWriter() }

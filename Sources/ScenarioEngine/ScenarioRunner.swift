@@ -37,6 +37,8 @@ public struct ScenarioRunner<S: Scenario> {
         let writes = !options.dryRun && !options.explain
         var summary = ScenarioSummary(job: scenario.jobName, dryRun: options.dryRun,
                                       reasonOrder: policies.flatMap(\.reasons) + scenario.suppressionReasons + [.alreadyNotified])
+        summary.limitedTo = options.organizations.map(\.id.lowercasedString)
+        run.limited = !options.organizations.isEmpty
         // Whatever way the run ends, its summary line and job_runs row carry what it counted.
         defer { run.counts = { [summary] in summary.members } }
 

@@ -60,8 +60,12 @@ public struct ScenarioSummary: Sendable {
     }
 
     /// The members of the summary line and of `job_runs.counts`.
+    /// The organizations a run limited with `--org` decided for (empty: every organization).
+    public var limitedTo: [String] = []
+
     public var members: JSONWriter {
         var writer = JSONWriter()
+        if !limitedTo.isEmpty { writer.add("limited_to", strings: limitedTo) }
         writer.add("candidates", candidates)
         writer.add("notified", notified)
         var reasons = JSONWriter()

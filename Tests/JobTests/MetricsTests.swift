@@ -106,6 +106,21 @@ import TestSupport
         #expect(try String(contentsOf: file, encoding: .utf8) == before, "the file is the run in progress's")
     }
 
+    /// A run limited to some organizations (`--org`, by hand) is not the job's run: its success would keep the
+    /// alert on the last success quiet while the scheduled runs fail. It writes no metrics, and its summary and
+    /// job_runs row say it was limited.
+    @Test func aRunLimitedToSomeOrganizationsLeavesTheMetricsToTheJob() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["METRICS_DIR": directory.path]
+        let org = try f.organization("Org")
+        let limited = try Jobs.inactivityCheck(db, now: f.now, ["--org", org.uuidString], environment: environment)
+        #expect(limited.status == 0, "\(limited.stderr)")
+        #expect(limited.summary?["limited_to"] as? [String] == [org.uuidString.lowercased()], "\(limited.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("mentor-push-inactivity-check.prom").path))
+        let counts: String = try f.connection.query("SELECT counts::text FROM job_runs ORDER BY id DESC LIMIT 1").first!.decode(0)
+        #expect(counts.contains(org.uuidString.lowercased()), "\(counts)")
+    }
+
     @Test func aDryRunWritesNoMetrics() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"], environment: ["METRICS_DIR": directory.path]).status == 0)
