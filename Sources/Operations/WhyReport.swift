@@ -345,12 +345,7 @@ extension WhyReport {
         }
         guard !notifications.isEmpty else { return [] }
         let listed = try connection.query("""
-            SELECT n.id, c.id::text, a.title,
-                   CASE WHEN a.id IS NULL THEN 'gone' WHEN a.state <> 'active' THEN a.state
-                        WHEN a.mentor_assigned_at > n.created_at THEN 'given to another mentor'
-                        WHEN EXISTS (SELECT 1 FROM assignment_read_receipts r
-                                      WHERE r.assignment_id = a.id AND r.acknowledged_at >= coalesce(a.mentor_assigned_at, '-infinity'))
-                        THEN 'acknowledged' ELSE 'open' END
+            SELECT n.id, c.id::text, a.title, CASE WHEN a.id IS NULL THEN 'gone' ELSE listed_assignment_status(a, n.created_at) END
               FROM notifications n CROSS JOIN LATERAL unnest(n.about_assignments) WITH ORDINALITY AS c(id, position)
               LEFT JOIN assignments a ON a.id = c.id
              WHERE n.id = ANY(\(PostgresArray(notifications.map(\.id)))::uuid[]) AND n.about_assignments IS NOT NULL

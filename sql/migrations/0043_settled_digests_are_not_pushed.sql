@@ -16,6 +16,17 @@ ALTER TABLE notifications ADD COLUMN about_assignments uuid[];
 COMMENT ON COLUMN notifications.about_assignments IS 'The assignments the notification lists (an overdue digest''s cases)';
 CREATE INDEX notifications_about_assignments_idx ON notifications USING gin (about_assignments) WHERE about_assignments IS NOT NULL;
 
+-- Where an assignment a notification written at `p_listed_at` lists stands now: 'open' (active, with the
+-- mentor it had then, unacknowledged by them), 'acknowledged', 'given to another mentor', or its state when no
+-- longer active. The digests' cancel and `why` read it alike.
+CREATE FUNCTION listed_assignment_status(a assignments, p_listed_at timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.state <> 'active' THEN a.state
+                WHEN a.mentor_assigned_at > p_listed_at THEN 'given to another mentor'
+                WHEN EXISTS (SELECT 1 FROM assignment_read_receipts r
+                              WHERE r.assignment_id = a.id AND r.acknowledged_at >= coalesce(a.mentor_assigned_at, '-infinity'))
+                THEN 'acknowledged' ELSE 'open' END
+$$;
+
 -- Of the notifications `p_notifications`, the waiting ones whose every listed assignment is settled.
 CREATE FUNCTION settled_waiting_digests(p_notifications uuid[]) RETURNS uuid[] LANGUAGE sql STABLE AS $$
     SELECT coalesce(array_agg(n.id ORDER BY n.id), '{}') FROM notifications n
@@ -23,9 +34,7 @@ CREATE FUNCTION settled_waiting_digests(p_notifications uuid[]) RETURNS uuid[] L
        AND EXISTS (SELECT 1 FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.notification_id = n.id)
        AND NOT EXISTS (
            SELECT 1 FROM unnest(n.about_assignments) AS c(id) JOIN assignments a ON a.id = c.id
-            WHERE a.state = 'active' AND (a.mentor_assigned_at IS NULL OR a.mentor_assigned_at <= n.created_at)
-              AND NOT EXISTS (SELECT 1 FROM assignment_read_receipts r
-                               WHERE r.assignment_id = a.id AND r.acknowledged_at >= coalesce(a.mentor_assigned_at, '-infinity')))
+            WHERE listed_assignment_status(a, n.created_at) = 'open')
 $$;
 
 CREATE FUNCTION cancel_settled_digests(p_assignments uuid[]) RETURNS void LANGUAGE plpgsql AS $$
