@@ -140,6 +140,15 @@ public final class OutboxEngine {
     /// queued: a claim that joined all the run's notifications took 5 ms at 1,000 events/s and grew with the
     /// service's life. What a claim passed over (locked by another engine, not yet due, held back) is push-deliver's.
     private let runFloors = Mutex<[Int: Int]>([:])
+    /// While the claims find deliveries in doubt (0045: an earlier claim of theirs ended without an outcome), how
+    /// many of them the last claim kept; nil while they find none. Each claim then takes twice as many, keeps
+    /// only those in doubt and gives the rest back at once, and is not made ahead: its outcomes are written
+    /// before the next claim. A run that dies now charges a lost claim to those few only, so one that dies on
+    /// the same push every time gives that push up alone (it charged every row of a claim of thousands, sent or
+    /// not, and gave them all up). Set by whichever thread claims.
+    private let carefulSize = Mutex<Int?>(nil)
+    /// Whether this run said that it found deliveries in doubt (once per run).
+    private let inDoubtSaid = Mutex(false)
     /// Hears the app's cancels of claimed deliveries (0038): none of them is started. Nil: none is heard.
     var cancels: CancelListener?
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
@@ -191,6 +200,8 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
+        carefulSize.withLock { $0 = nil }
+        inDoubtSaid.withLock { $0 = false }
         // The categories' presentation as it is now: a long-lived engine (event-notify's, for weeks) kept the
         // sound, thread and channel it first read.
         presentationsLoaded.withLock { $0 = nil }
@@ -497,6 +508,10 @@ public final class OutboxEngine {
         let mentorPaused: Bool
         /// Claims of it that ended without an outcome (0031), included in `attempts`: each may have sent it.
         let lostClaims: Int
+        /// Claims of it in a row that ended without an outcome, `lostClaims` included, since its last answer
+        /// (0045). Above 0 it is in doubt, and goes out in a careful claim (`carefulSize`); above 1 alone.
+        let lostInARow: Int
+        var inDoubt: Bool { lostInARow > 0 }
         let message: PushMessage
         let target: PushTarget
         /// `lease_until` as the claim set it (text, exact to the microsecond): the proof that the row
@@ -518,9 +533,10 @@ public final class OutboxEngine {
 
         init(deliveryID: Int, attempts: Int, tokenID: Int, tokenRetired: Bool, message: PushMessage, target: PushTarget,
              lease: String, tokenLastSeen: Date, startBy: ContinuousClock.Instant, quietHours: (start: Int, end: Int, zone: String)? = nil,
-             tokenMoved: Bool = false, mentorPaused: Bool = false, lostClaims: Int = 0) {
+             tokenMoved: Bool = false, mentorPaused: Bool = false, lostClaims: Int = 0, lostBefore: Int = 0) {
             self.deliveryID = deliveryID
             self.lostClaims = lostClaims
+            self.lostInARow = lostBefore + lostClaims
             self.attempts = attempts
             self.tokenID = tokenID
             self.tokenRetired = tokenRetired
@@ -545,7 +561,7 @@ public final class OutboxEngine {
     /// run could not reach: its deliveries stay due for the next run, and are not claimed again and again).
     func claim(scope: Scope, providers: Set<PushTarget.Provider>, excluding: Set<SuspectKey> = [],
                limit: Int? = nil, on connection: Connection? = nil) throws -> [Claimed] {
-        let limit = limit ?? batchSize
+        let limit = carefulSize.withLock { $0 }.map { min($0 * 2, limit ?? batchSize) } ?? limit ?? batchSize
         let connection = connection ?? self.connection
         // `http(_:lease:)` keeps the request timeout at most half the lease: the rest is for starting, less a
         // tenth of the lease kept for recording the answer (the writer may be behind, a deadlock retried), so
@@ -602,6 +618,8 @@ public final class OutboxEngine {
         // The claim and the fold of its lost claims (below) commit together: a fold that failed (a missing grant,
         // a lock, a timeout) left the rows leased with one more lost claim each, unsent, run after run, until
         // the fault was fixed and they were given up as dead without ever having been sent.
+        var givenBack: [Claimed] = []
+        var inDoubt = 0
         let claimed: [Claimed] = try connection.transaction {
             let rows = try connection.query("""
                 WITH due AS (\(due))
@@ -612,7 +630,7 @@ public final class OutboxEngine {
                 RETURNING d.id, d.attempts + q.lost_claims, t.id, t.retired_at IS NOT NULL, t.provider, t.token, t.apns_environment,
                           n.id, n.category, n.title, n.body, n.data::text, n.expires_at,
                           (SELECT count(*) FROM notifications u WHERE u.user_id = n.user_id AND u.read_at IS NULL AND u.deleted_at IS NULL AND u.in_inbox),
-                          q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks), q.lost_claims
+                          q.lease_until::text, t.last_seen_at, n.critical, \(OutboxEngine.claimChecks), q.lost_claims, q.lost_in_a_row
                 """, binary: true)
             let claimed = try rows.map { row in
                 let provider = PushTarget.Provider(rawValue: try row.decode(4))!
@@ -627,7 +645,7 @@ public final class OutboxEngine {
                     target: PushTarget(provider: provider, token: try row.decode(5), apnsEnvironment: environment),
                     lease: try row.decode(14), tokenLastSeen: try row.decode(15), startBy: startBy,
                     quietHours: try row.decode(17, as: String?.self).flatMap(OutboxEngine.quietHours), tokenMoved: try row.decode(18),
-                    mentorPaused: try row.decode(19), lostClaims: try row.decode(20))
+                    mentorPaused: try row.decode(19), lostClaims: try row.decode(20), lostBefore: try row.decode(21))
             }
             let lost = claimed.filter { $0.lostClaims > 0 }
             if !lost.isEmpty {
@@ -644,7 +662,7 @@ public final class OutboxEngine {
                         SELECT q.delivery_id, l.n FROM delivery_queue q JOIN lost l ON l.id = q.delivery_id AND q.lease_until = l.lease::timestamptz
                          ORDER BY q.delivery_id FOR UPDATE OF q
                     ), reset AS (
-                        UPDATE delivery_queue q SET lost_claims = 0 FROM locked k WHERE q.delivery_id = k.delivery_id
+                        UPDATE delivery_queue q SET lost_claims = 0, lost_in_a_row = q.lost_in_a_row + k.n FROM locked k WHERE q.delivery_id = k.delivery_id
                         RETURNING q.delivery_id AS id, k.n
                     ), folded AS (
                         UPDATE deliveries d SET attempts = d.attempts + r.n, updated_at = now() FROM reset r WHERE d.id = r.id
@@ -654,7 +672,31 @@ public final class OutboxEngine {
                     SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded
                     """)
             }
-            return claimed
+            let doubtful = claimed.filter(\.inDoubt)
+            inDoubt = doubtful.count
+            guard !doubtful.isEmpty else {
+                carefulSize.withLock { $0 = nil }
+                return claimed
+            }
+            // Deliveries in doubt, and nothing else, go out now; the rest of the claim goes back unsent, as if never
+            // claimed (those in doubt stay so). One whose claims were lost twice or more in a row was in the few
+            // a run died on before: alone (the first by id, the same one in every run). Else the first few by id.
+            let twice = doubtful.filter { $0.lostInARow > 1 }.map(\.deliveryID)
+            let size = carefulSize.withLock { size in
+                size = twice.isEmpty ? size.map { min($0 * 2, limit) } ?? 1 : 1
+                return size!
+            }
+            let kept = Set((twice.isEmpty ? doubtful.map(\.deliveryID) : twice).sorted().prefix(size))
+            givenBack = claimed.filter { !kept.contains($0.deliveryID) }
+            if !givenBack.isEmpty {
+                try connection.execute("""
+                    UPDATE delivery_queue SET lease_until = NULL WHERE delivery_id = ANY(\(PostgresArray(givenBack.map(\.deliveryID).sorted()))::bigint[])
+                    """)
+            }
+            return claimed.filter { kept.contains($0.deliveryID) }
+        }
+        if inDoubt > 0 && !inDoubtSaid.withLock({ said in defer { said = true }; return said }) {
+            logger.notice("\(inDoubt) deliveries were claimed by a run that ended without recording their answers: they go out a few at a time (1, 2, 4, … in a claim), so that a run that dies on one of them counts an attempt on those few only")
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
@@ -662,10 +704,12 @@ public final class OutboxEngine {
             // now (its batches commit before they are delivered): the floor moves past all of today's ids, so a
             // claim that took nothing (the pushes deferred for quiet hours, a batch that queued none) does not
             // read the same rows again next time.
-            let highest = claimed.count < limit
+            // Rows given back (a careful claim) are below it.
+            let highest = claimed.count + givenBack.count < limit
                 ? try connection.query("SELECT coalesce(max(id), 0) FROM deliveries").first!.decode(0, as: Int.self)
                 : claimed.map(\.deliveryID).max() ?? floor
-            runFloors.withLock { $0[runID] = max($0[runID] ?? floor, highest) }
+            let below = givenBack.map(\.deliveryID).min().map { $0 - 1 } ?? highest
+            runFloors.withLock { $0[runID] = max($0[runID] ?? floor, min(highest, below)) }
         }
         return claimed
     }
@@ -912,7 +956,8 @@ public final class OutboxEngine {
                         waitingForClaimSince = nil
                     }
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
-                } else if !exhausted && !writer.isClaiming && queue.count - index < claimSizer.size / 2 {
+                } else if !exhausted && !writer.isClaiming && queue.count - index < claimSizer.size / 2 && carefulSize.withLock({ $0 }) == nil {
+                    // (Not while the claims find deliveries in doubt: each careful claim's outcomes are written first.)
                     let providers = live
                     let excluding = endpointsLeftOut(of: live)
                     let limit = claimSizer.next()

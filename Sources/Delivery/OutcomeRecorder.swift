@@ -138,7 +138,8 @@ final class OutcomeRecorder {
                            AND (q.lease_until = i.lease::timestamptz OR i.state = 'sent')
                         RETURNING i.*
                     ), requeued AS (
-                        UPDATE delivery_queue q SET next_attempt_at = coalesce(i.next_attempt_at, q.next_attempt_at), lease_until = NULL
+                        UPDATE delivery_queue q SET next_attempt_at = coalesce(i.next_attempt_at, q.next_attempt_at), lease_until = NULL,
+                                                    lost_in_a_row = CASE WHEN i.state IS NULL THEN q.lost_in_a_row ELSE 0 END
                           FROM i
                          WHERE q.delivery_id = i.id AND (i.state IS NULL OR i.state = 'retrying') AND q.lease_until = i.lease::timestamptz
                         RETURNING i.*

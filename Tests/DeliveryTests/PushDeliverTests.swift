@@ -741,6 +741,52 @@ import TestSupport
         #expect(try delivery(token: per).attempts == 3)
     }
 
+    /// A run that dies on the same push every time (here: killed as that push reaches the provider, its answer
+    /// unrecorded) charged a lost claim to every delivery of its claim, sent or not, on every run, and after
+    /// PUSH_MAX_ATTEMPTS of them gave them all up, dead, most never sent (stop 28's concurrency review: 70 dead
+    /// after 8 kills in a row). Deliveries in doubt now go out a few at a time (0045): the one it dies on is
+    /// given up alone, and the others are sent.
+    @Test func aRunThatDiesOnOnePushEveryTimeGivesUpThatPushAlone() throws {
+        _ = try pendingNotifications((0..<12).map { ("Mentor \($0)", 1) })
+        let tokens: [String] = try f.connection.query("""
+            SELECT t.token FROM deliveries d JOIN device_tokens t ON t.id = d.device_token_id ORDER BY d.id
+            """).map { try $0.decode(0) }
+        let poison = tokens[5]
+        push.server.inject(.slow(seconds: 0.3), count: 1_000)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "4"
+        environment["PUSH_MAX_ATTEMPTS"] = "3"
+        var killed = 0
+        var last: ProcessRunner.Result?
+        for _ in 0..<8 {
+            let before = pushes(.apns).filter { $0.deviceToken == poison }.count
+            let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: environment)
+            let deadline = Date().addingTimeInterval(30)
+            var exited = false
+            while Date() < deadline {
+                if pushes(.apns).filter({ $0.deviceToken == poison }).count > before { kill(running.pid, SIGKILL); killed += 1; break }
+                let stat = (try? String(contentsOfFile: "/proc/\(running.pid)/stat", encoding: .utf8)) ?? ""
+                if stat.contains(") Z ") { exited = true; break }
+                usleep(5_000)
+            }
+            let result = try running.wait()
+            if exited { last = result; break }
+            // What the dead run leaves: its lease, run out.
+            try f.connection.execute("UPDATE delivery_queue SET lease_until = now() - interval '1 second' WHERE lease_until > now()")
+        }
+        let result = try #require(last, "a run ended by itself")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(killed == 3, "each run died on the push until it was given up: \(killed)")
+        #expect(result.stderr.contains("went out a few at a time") || result.stderr.contains("go out a few at a time"), "\(result.stderr)")
+        #expect(try states() == ["sent": 11, "dead": 1], "only the push the runs died on is given up")
+        let given = try delivery(token: poison)
+        #expect(given.state == "dead" && given.error?.contains("ended without recording an answer") == true, "\(given)")
+        for token in tokens where token != poison {
+            #expect(pushes(.apns).contains { $0.deviceToken == token && $0.status == 200 }, "\(token.suffix(6)) went out")
+        }
+        #expect(try f.connection.query("SELECT count(*) FROM delivery_queue").first!.decode(0, as: Int.self) == 0)
+    }
+
     /// A run that fails part way (here its database connections end) says in its summary (and its job_runs row,
     /// when that can still be written) what went out before: it said nothing, and an operator could not tell
     /// whether any push had gone.

@@ -1,0 +1,18 @@
+-- 0045: pushes in doubt go a few at a time, so that a run that keeps dying gives up only what it died on.
+--
+-- A claim that ends without an outcome (the run killed, out of memory, a crash on one push) counts an
+-- attempt on each of its rows when they are claimed again (0031): nothing says which of them went out. But a
+-- claim holds up to thousands of rows and the run dies somewhere in them, so a run that died the same way
+-- every time (one push it cannot survive) charged every row of its claim again on every run, started or not,
+-- and after PUSH_MAX_ATTEMPTS of them gave up all of them, dead, most never sent (stop 28's concurrency
+-- review: 70 dead after 8 kills in a row).
+--
+-- lost_in_a_row counts the claims of a row in a row that ended without an outcome, from the claim that
+-- counts such a loss until the row's push is answered (an outcome that keeps the row in the queue, a
+-- retry, sets it back to 0; a final one takes the row out; a release or a postponement, which never sent
+-- it, keeps it). Above 0 the row is in doubt: the engine sends such rows and nothing else, one, then two,
+-- four, … at a time, each batch's outcomes written before the next claim, and gives the rest of the claim
+-- back at once; above 1 (it was among the few a run died on before) alone. A run that dies now leaves a
+-- lost claim on those few only, and the one it dies on every time is given up alone once it has been tried
+-- PUSH_MAX_ATTEMPTS times. Not in any index: the claim's update stays HOT.
+ALTER TABLE delivery_queue ADD COLUMN lost_in_a_row integer NOT NULL DEFAULT 0;
