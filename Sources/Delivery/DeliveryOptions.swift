@@ -22,9 +22,9 @@ public struct DeliveryOptions: ParsableArguments, Sendable {
     public var fcmEndpoint: String?
     @Option(name: .long, help: ArgumentHelp("Extra CA bundle (PEM) to trust, for private or test setups. Env: PUSH_CA_FILE.", valueName: "path"))
     public var pushCAFile: String?
-    @Option(name: .long, help: ArgumentHelp("Requests in flight per connection. Env: PUSH_CONCURRENCY. Default 100.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Requests in flight per connection. Env: PUSH_CONCURRENCY. Default 100.", valueName: "n"))
     public var pushConcurrency: Int?
-    @Option(name: .long, help: ArgumentHelp("Attempts before a delivery is dead. Env: PUSH_MAX_ATTEMPTS. Default 8.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Attempts before a delivery is dead. Env: PUSH_MAX_ATTEMPTS. Default 8.", valueName: "n"))
     public var pushMaxAttempts: Int?
 
     public init() {}

@@ -26,16 +26,16 @@ public struct EventNotifyCommand: ParsableCommand {
     @Flag(name: .long, help: "Drain the pending events and exit (for cron-only hosts, CI and tests).")
     public var once = false
 
-    @Option(name: .long, help: ArgumentHelp("Look at the events table at least this often, in seconds, whatever NOTIFY says.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Look at the events table at least this often, in seconds, whatever NOTIFY says.", valueName: "seconds"))
     public var pollInterval: Double = 5
 
     @Flag(name: .long, help: "Do not LISTEN; poll only (a connection pooler in transaction mode cannot LISTEN).")
     public var noListen = false
 
-    @Option(name: .long, help: ArgumentHelp("Events claimed per transaction.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Events claimed per transaction.", valueName: "n"))
     public var batchSize: Int = 500
 
-    @Option(name: .long, help: ArgumentHelp("Delete processed events older than this many days.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Delete processed events older than this many days.", valueName: "days"))
     public var retentionDays: Int = 7
 
     @OptionGroup(title: "Push providers (optional: without them deliveries wait for push-deliver)") public var delivery: DeliveryOptions

@@ -18,7 +18,7 @@ public struct SharedJobFlags: ParsableArguments, Sendable {
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL or key=value string. Default: $DATABASE_URL, else libpq's PG* variables, service file and .pgpass.", valueName: "url"))
     public var databaseURL: String?
 
-    @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
     public var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error.", valueName: "level"))

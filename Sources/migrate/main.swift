@@ -20,10 +20,10 @@ struct MigrateCommand: ParsableCommand {
     @Flag(name: .long, help: "List the migrations that would be applied; change nothing.")
     var dryRun = false
 
-    @Option(name: .long, help: ArgumentHelp("Longest any one statement may run, in seconds; 0 for no limit (an index build on a big table). Default 300.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Longest any one statement may run, in seconds; 0 for no limit (an index build on a big table). Default 300.", valueName: "seconds"))
     var statementTimeout = JobDatabase.defaultStatementTimeout
 
-    @Option(name: .long, help: ArgumentHelp("Longest a migration keeps trying to get the locks a running job holds, in seconds (each wait lasts at most 2 s, then it rolls back and tries again after a growing pause of 1 to 8 s, so the app is held up 2 s at a time; then exit 75: try again later); 0 for one wait with no limit. Default 60.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Longest a migration keeps trying to get the locks a running job holds, in seconds (each wait lasts at most 2 s, then it rolls back and tries again after a growing pause of 1 to 8 s, so the app is held up 2 s at a time; then exit 75: try again later); 0 for one wait with no limit. Default 60.", valueName: "seconds"))
     var lockTimeout = Migrator.defaultLockTimeout
 
     func validate() throws {

@@ -23,31 +23,31 @@ struct PruneCommand: ParsableCommand {
     @Flag(name: .long, help: "Print how many rows each rule would delete; delete nothing (read-only transaction).")
     var dryRun = false
 
-    @Option(name: .long, help: ArgumentHelp("Decisions decided more than this many days ago. Env: PRUNE_DECISIONS_DAYS. Default: 90.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Decisions decided more than this many days ago. Env: PRUNE_DECISIONS_DAYS. Default: 90.", valueName: "days"))
     var decisionsDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Inbox rows read or deleted by the user and created more than this many days ago. Env: PRUNE_INBOX_DAYS. Default: 30.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Inbox rows read or deleted by the user and created more than this many days ago. Env: PRUNE_INBOX_DAYS. Default: 30.", valueName: "days"))
     var inboxDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Notifications expired more than this many days ago. Env: PRUNE_EXPIRED_DAYS. Default: 7.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Notifications expired more than this many days ago. Env: PRUNE_EXPIRED_DAYS. Default: 7.", valueName: "days"))
     var expiredDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("delivery_events older than this many days (at least 7: the database refuses younger). Env: PRUNE_EVENTS_DAYS. Default: 180.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("delivery_events older than this many days (at least 7: the database refuses younger). Env: PRUNE_EVENTS_DAYS. Default: 180.", valueName: "days"))
     var eventsDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Finished job_runs started more than this many days ago, once nothing refers to them. Env: PRUNE_RUNS_DAYS. Default: 180.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Finished job_runs started more than this many days ago, once nothing refers to them. Env: PRUNE_RUNS_DAYS. Default: 180.", valueName: "days"))
     var runsDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Retired device tokens this many days after retirement, once no delivery refers to them. Env: PRUNE_TOKEN_GRACE_DAYS. Default: 30.", valueName: "days"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Retired device tokens this many days after retirement, once no delivery refers to them. Env: PRUNE_TOKEN_GRACE_DAYS. Default: 30.", valueName: "days"))
     var tokenGraceDays: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Rows per batch (one short transaction each). Env: PRUNE_BATCH_SIZE. Default: 5000.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Rows per batch (one short transaction each). Env: PRUNE_BATCH_SIZE. Default: 5000.", valueName: "n"))
     var batchSize: Int?
 
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
 
-    @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
     var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))

@@ -20,13 +20,13 @@ struct PushDeliverCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds a claimed delivery stays invisible to other push-deliver processes; after a crash it is due again once this passes. Each request times out within half of it.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds a claimed delivery stays invisible to other push-deliver processes; after a crash it is due again once this passes. Each request times out within half of it.", valueName: "seconds"))
     var lease: Int = 300
 
-    @Option(name: .long, help: ArgumentHelp("Engines side by side, each on its own thread with its own database and HTTP/2 connections. Env: PUSH_WORKERS.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Engines side by side, each on its own thread with its own database and HTTP/2 connections. Env: PUSH_WORKERS.", valueName: "n"))
     var workers: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
     var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))

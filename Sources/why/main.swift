@@ -32,7 +32,7 @@ struct WhyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("PostgreSQL URL. Default: $DATABASE_URL, else libpq's PG* variables.", valueName: "url"))
     var databaseURL: String?
 
-    @Option(name: .long, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Cancel any statement running longer than this many seconds.", valueName: "seconds"))
     var statementTimeout: Int = JobDatabase.defaultStatementTimeout
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))

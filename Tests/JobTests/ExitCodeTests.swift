@@ -34,6 +34,22 @@ import TestSupport
         #expect(result.stderr.contains("--lease must be from 1 to 86400 seconds"), "\(result.stderr)")
     }
 
+    /// A negative number given to a numeric flag was read as a flag of its own ("Missing value for
+    /// '--statement-timeout'"): it gets the flag's own range message, as any other value out of range does.
+    @Test(arguments: [
+        ["inactivity-check", "--statement-timeout", "-5", "--statement-timeout must be from 1"],
+        ["push-deliver", "--lease", "-5", "--lease must be from 1 to 86400"],
+        ["push-deliver", "--push-concurrency", "-3", "--push-concurrency must be from 1"],
+        ["prune", "--batch-size", "-5", "--batch-size must be from 1"],
+        ["migrate", "--lock-timeout", "-2", "--lock-timeout must be from 0"],
+        ["event-notify", "--poll-interval", "-1", "--poll-interval must be from 0.05"],
+    ])
+    func aNegativeNumberGetsItsFlagsRangeMessage(arguments: [String]) throws {
+        let result = try Jobs.run(arguments[0], [arguments[1], arguments[2]], database: nil)
+        #expect(result.status == 64, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(arguments[3]), "\(result.stderr)")
+    }
+
     /// `--database-url "$URL"` with `URL` unset would otherwise connect wherever libpq's defaults lead.
     @Test func anEmptyDatabaseURLFlagExits64InEveryExecutable() throws {
         for job in ["migrate", "inactivity-check", "push-deliver", "prune", "why", "rules"] {
