@@ -10,7 +10,7 @@ extension SuppressionReason {
     public static let stillPaused = SuppressionReason("still_paused")
 }
 
-/// Tells every coordinator whose scope holds a peer mentor that the mentor started a pause, lifted one,
+/// Tells every coordinator (or organization administrator) whose scope holds a peer mentor that the mentor started a pause, lifted one,
 /// changed one's dates or called one off, seconds after it was saved (events `pause_started`, `pause_lifted`,
 /// `pause_changed`, `pause_withdrawn`).
 ///
@@ -85,7 +85,7 @@ public struct AvailabilityChange: EventScenario {
           JOIN users m ON m.id = e.mentor_id
           \(CurrentPause.join(mentor: "m.id", now: now))
           JOIN coordinator_scopes s ON s.mentor_id = m.id AND s.organization_id = m.organization_id
-          JOIN users c ON c.id = s.coordinator_id AND c.role = 'coordinator' AND c.deactivated_at IS NULL
+          JOIN users c ON c.id = s.coordinator_id AND c.role IN ('coordinator', 'org_admin') AND c.deactivated_at IS NULL
          WHERE \(events.condition) AND e.kind IN ('pause_started', 'pause_lifted', 'pause_changed', 'pause_withdrawn')
            AND (p.id IS NOT NULL OR e.kind = 'pause_withdrawn')
         """

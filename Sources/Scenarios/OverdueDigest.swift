@@ -10,7 +10,8 @@ import TextCoding
 ///   mentor is in the coordinator's `coordinator_scopes` (which the schema keeps inside one organization), or
 ///   which the coordinator dispatched (`assignments.coordinator_id`): a case whose mentor is in nobody's scope
 ///   reached nobody, and the seed asks that "the responsible coordinator" hears of it.
-///   A mentor who has since left still counts: the assignment is still nobody's.
+///   A mentor who has since left still counts: the assignment is still nobody's. An organization administrator
+///   with scope rows, or who dispatched, coordinates them and gets the digest as a coordinator does.
 ///   An assignment given to another mentor counts from the hand-over, and a receipt from before it is the
 ///   previous mentor's (0041).
 /// - One notification per coordinator per organization-local day, however many cases and runs (the dedupe
@@ -80,7 +81,7 @@ public struct OverdueDigest: Scenario {
                                            WHERE sc.mentor_id = a.mentor_id AND sc.organization_id = a.organization_id
                                           UNION SELECT a.coordinator_id) s
                      WHERE NOT EXISTS (SELECT 1 FROM assignment_read_receipts rr WHERE \(Handover.acknowledgedByMentor(before: now)))) c
-              JOIN users co ON co.id = c.coordinator_id AND co.role = 'coordinator' AND co.deactivated_at IS NULL
+              JOIN users co ON co.id = c.coordinator_id AND co.role IN ('coordinator', 'org_admin') AND co.deactivated_at IS NULL
              WHERE NOT EXISTS (SELECT 1 FROM notifications n
                                 WHERE n.dedupe_key = 'overdue_digest:' || c.coordinator_id || ':' || c.local_day)
              GROUP BY c.coordinator_id, c.local_day

@@ -69,6 +69,9 @@ import TestSupport
         let other = try coordinator("Other", of: try f.mentor(org, "Ola", lastActivityDaysAgo: 1))
         let elsewhere = try f.organization("Elsewhere")
         let stranger = try coordinator("Stranger", of: try f.mentor(elsewhere, "Kari Nordmann", lastActivityDaysAgo: 1), in: elsewhere)
+        let admin = try f.user(org, "Anne Admin", role: "org_admin")
+        try f.device(admin)
+        try f.scope(org, coordinator: admin, mentor: kari)
         try f.connection.execute("""
             INSERT INTO availability_pauses (mentor_id, starts_at, ends_at, reason)
             VALUES (\(kari), now(), '2027-03-15T12:00:00Z', 'holiday until March 15')
@@ -85,6 +88,7 @@ import TestSupport
             #expect(data?["route"] == "/mentors/\(kari.uuidString.lowercased())")
         }
         #expect(try f.inbox(other).isEmpty && f.inbox(stranger).isEmpty)
+        #expect(try f.inbox(admin).map(\.title) == ["Kari Nordmann har pause"], "an administrator with the mentor in scope is told too")
         #expect(try pending() == 0)
         let processed: Int = try f.connection.query("SELECT count(*)::int FROM events WHERE processed_at IS NOT NULL").first!.decode(0)
         #expect(processed >= 1 && result.summary?["events"] as? Int == processed, "the summary counts the events it processed")
@@ -94,7 +98,7 @@ import TestSupport
         try once()
         #expect(try f.inbox(linda).map(\.title).sorted() == ["Kari Nordmann er tilgjengelig igjen", "Kari Nordmann har pause"])
         try once()
-        #expect(try f.count("notifications") == 4, "nothing twice")
+        #expect(try f.count("notifications") == 6, "nothing twice (Linda, Svein and the administrator, twice each)")
     }
 
     /// Net state: a pause lifted before its start was decided is announced only as lifted; one lifted after

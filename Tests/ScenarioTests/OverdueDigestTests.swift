@@ -52,6 +52,26 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(linda) == ["notified:notified@day:2026-06-15"])
     }
 
+    /// An organization administrator who coordinates mentors (scope rows) or dispatched a case is told as a
+    /// coordinator is: they got no digest, and no decision said why.
+    @Test func anOrganizationAdministratorWhoCoordinatesGetsTheDigest() throws {
+        let admin = try f.user(org, "Anne Admin", role: "org_admin")
+        try f.device(admin)
+        let ola = try f.mentor(org, "Ola Nordmann", lastActivityDaysAgo: 1)
+        try f.scope(org, coordinator: admin, mentor: ola)
+        let linda = try f.user(org, "Linda", role: "coordinator")
+        try f.assignment(org, mentor: ola, coordinator: linda, title: "Ring ny deltaker", dispatchedDaysAgo: 12)
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: kari, coordinator: admin, title: "Besøk", dispatchedDaysAgo: 11)
+        let bystander = try f.user(org, "Bo Admin", role: "org_admin")
+        try f.device(bystander)
+        _ = try run()
+        let inbox = try #require(try f.inbox(admin).first)
+        #expect(inbox.category == "overdue_digest")
+        #expect(inbox.body.contains("Ola Nordmann") && inbox.body.contains("Kari"), "\(inbox.body)")
+        #expect(try f.inbox(bystander).isEmpty, "an administrator who coordinates nobody is not told")
+    }
+
     /// An assignment given to another mentor is overdue ten days after the hand-over (migration 0041), and a
     /// receipt from before it is the previous mentor's. Before, a case handed over minutes ago was listed at once
     /// (counted from the first dispatch), and one the first mentor had read was never listed again.
