@@ -59,12 +59,12 @@ public struct EventNotifyRunner {
             try Schema.check(connection)
             let printer = PlanPrinter(format: options.format, emit: planOutput)
             printer.header(job: Self.job, asOf: run.asOf)
-            try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
+            events = try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
             // The exit code the run would have, as the scheduled jobs' dry runs give it.
             _ = Self.degrade(run, for: summary, since: ScenarioSummary(job: Self.job, dryRun: true, reasonOrder: []), dryRun: true)
             printer.footer(summary)
             Output.flush()
-            logger.info("\(summary.sentence)")
+            logger.info("\(events) events: \(summary.sentence)")
             return
         }
 

@@ -148,8 +148,13 @@ public struct EventProcessor {
     /// The plan for every pending event, read-only: who would be told what, and why the others would not. An
     /// event row that cannot be read (see `processBatch`) fails its scenario's query: the plan is then made one
     /// event at a time, and such a row is named as one a run would set aside (counted in `failedEvents`).
-    func plan(on connection: Connection, now: Date, printer: PlanPrinter, logger: Logger, summary: inout ScenarioSummary) throws {
+    /// Returns how many pending events it planned (as a run counts the events it processed).
+    @discardableResult
+    func plan(on connection: Connection, now: Date, printer: PlanPrinter, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
         try connection.transaction(.readOnly) {
+            let pendingCount: Int = try connection.query("""
+                SELECT count(*) FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
+                """).first!.decode(0)
             // The lines wait until the whole plan is made, so a plan made again event by event prints none twice.
             var lines: [String] = []
             var buffered = printer
@@ -162,7 +167,7 @@ public struct EventProcessor {
                                         printer: buffered, logger: logger, summary: &summary)
                 }
                 lines.forEach(printer.emit)
-                return
+                return pendingCount
             } catch let error as PostgresError where error.isDataAtFault {
                 try connection.execute("ROLLBACK TO SAVEPOINT whole_plan")
                 summary = counted
@@ -192,6 +197,7 @@ public struct EventProcessor {
                     logger.error("event \(id) (\(kind)) cannot be processed: \(error.description); a run would set it aside with the error (events.error)")
                 }
             }
+            return min(pendingCount, Self.planOneByOneAtMost)
         }
     }
 }
