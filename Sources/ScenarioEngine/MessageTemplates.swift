@@ -48,11 +48,14 @@ public struct MessageTemplates: Sendable {
 
     /// The same, for a message only a template that names the flag `flag` can say (one added to the scenario
     /// after an organization wrote its own): the default where the organization's does not name it.
-    public func render(_ language: Language, _ values: [String: Any], naming flag: String) -> (title: String, body: String) {
+    /// `ownBypassed`: the organization has its own template in that language, and the default was used instead.
+    public func render(_ language: Language, _ values: [String: Any], naming flag: String) -> (title: String, body: String, ownBypassed: Bool) {
         let key: String? = byLanguage[language.rawValue] != nil ? language.rawValue : byLanguage["nb"] != nil ? "nb" : byLanguage.keys.first
-        guard let key, let pair = byLanguage[key] else { return ("", "") }
+        guard let key, let pair = byLanguage[key] else { return ("", "", false) }
         let names = pair.source.contains("{{#\(flag)}}") || pair.source.contains("{{^\(flag)}}")
-        return render(names ? pair : defaults[key] ?? defaults["nb"] ?? pair, values)
+        let used = names ? pair : defaults[key] ?? defaults["nb"] ?? pair
+        let (title, body) = render(used, values)
+        return (title, body, used.source != pair.source)
     }
 
     private func render(_ pair: Pair, _ values: [String: Any]) -> (title: String, body: String) {

@@ -119,7 +119,11 @@ public struct AvailabilityChange: EventScenario {
         // An organization's own template written before 0042 knows no call-off or change: it would say the
         // mentor is taking a break. The default says what happened.
         let flag = candidate.change == .withdrawn ? "withdrawn" : candidate.change == .changed ? "changed" : nil
-        let message = flag.map { rule.messages.render(recipient.language, values, naming: $0) } ?? rule.messages.render(recipient.language, values)
+        let message = flag.map { rule.messages.render(recipient.language, values, naming: $0) }
+            ?? { let (title, body) = rule.messages.render(recipient.language, values); return (title: title, body: body, ownBypassed: false) }()
+        // Said in the decision (`why`, the dry run's plan): the organization's own text was not sent, and why.
+        let bypassed = message.ownBypassed
+            ? "; the organization's own template does not name {{#\(flag!)}}, so the default text was sent (add a {{#\(flag!)}} section to use their own)" : ""
         let mentor = candidate.mentorID.lowercasedString
         let verb = [Change.started: "started", .lifted: "lifted", .changed: "changed", .withdrawn: "called off"][candidate.change]!
         return .notify(NotificationDraft(
@@ -128,7 +132,7 @@ public struct AvailabilityChange: EventScenario {
             data: [("category", category.rawValue), ("route", "/mentors/\(mentor)"), ("mentor_id", mentor), ("pause_id", String(candidate.pauseID))],
             dedupeKey: "availability_change:\(recipient.userID.lowercasedString):\(candidate.eventID)",
             expiresAt: nil,
-            why: "\(candidate.mentorName) \(verb) a pause (event \(candidate.eventID)), in this coordinator's scope"))
+            why: "\(candidate.mentorName) \(verb) a pause (event \(candidate.eventID)), in this coordinator's scope\(bypassed)"))
     }
 
     /// The template's values: dates as people in the recipient's time zone write them.

@@ -231,6 +231,9 @@ import TestSupport
         #expect(try f.deliveryStates(linda) == ["cancelled", "pending"])
         let last = try f.inbox(linda).last.map { $0.title + " / " + $0.body }
         #expect(last == "Kari har endret pausen / Kari har endret pausen: nå til 20.01.2027.", "\(String(describing: last))")
+        // The decision says that the organization's own text was not sent, and what would use it (nothing said it).
+        let why: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(linda) ORDER BY id DESC LIMIT 1").first!.decode(0)
+        #expect(why.contains("the organization's own template does not name {{#changed}}, so the default text was sent"), "\(why)")
     }
 
     /// The honorarium's threshold reached again (the third assignment withdrawn, another dispatched): a
