@@ -41,7 +41,8 @@ public struct MetricsFile {
         // so an alert on `job="…"` would never match.
         let job = [("mentor_push_job", self.job)]
         func gauge(_ name: String, _ value: Double, _ help: String, _ labels: [(String, String)] = []) {
-            registry.makeGauge(name: "mentor_push_" + name, labels: job + labels, help: help).set(value)
+            let descriptor = MetricNameDescriptor(namespace: "mentor_push", metricName: name, unitName: "", helpText: help)
+            registry.makeGauge(descriptor: descriptor, labels: job + labels).set(value)
         }
         let finished = snapshot.finishedAt.timeIntervalSince1970
         gauge("last_run_timestamp_seconds", finished, "When the job's last run ended.")
