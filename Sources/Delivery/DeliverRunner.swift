@@ -122,10 +122,12 @@ public enum DeliverRunner {
     /// outcomes while another claims the next batch on the engine's connection, and the pushes keep
     /// flowing (`OutboxWriter`).
     /// `results` gets what the engine did before it failed.
+    /// `careful`: shared by the workers of the process (one of them claims deliveries in doubt at a time).
     static func drain(_ connection: Connection, url: String?, settings: PushSettings, options: Options, logger: Logger,
-                      results: WorkerResults, cancels: CancelListener) throws -> DeliveryReport {
+                      results: WorkerResults, cancels: CancelListener, careful: CarefulClaims = CarefulClaims()) throws -> DeliveryReport {
         let engine = try OutboxEngine(connection: connection, settings: settings, lease: TimeInterval(options.lease), logger: logger)
         engine.cancels = cancels
+        engine.careful = careful
         let writer = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
         try forBatches(writer)
         engine.writer = OutboxWriter(connection: writer, claimConnection: connection, reconnect: {
@@ -148,6 +150,7 @@ public enum DeliverRunner {
     static func drainInParallel(settings: PushSettings, url: String?, options: Options, logger: Logger,
                                 results: WorkerResults, cancels: CancelListener) throws -> DeliveryReport {
         let group = DispatchGroup()
+        let careful = CarefulClaims()
         for index in 0..<options.workers {
             group.enter()
             let thread = Thread {
@@ -158,7 +161,7 @@ public enum DeliverRunner {
                     let connection = try JobDatabase.connect(url: url, name: "push-deliver", statementTimeout: options.statementTimeout)
                     try forBatches(connection)
                     results.add(.success(try drain(connection, url: url, settings: settings, options: options, logger: workerLogger, results: results,
-                                                   cancels: cancels)))
+                                                   cancels: cancels, careful: careful)))
                 } catch {
                     results.add(.failure(JobFailure(classifying: error)))
                 }
@@ -186,7 +189,7 @@ public enum DeliverRunner {
             }
             try connection.stream("""
                 SELECT d.id, d.attempts, t.provider, t.token, t.apns_environment, n.title, n.expires_at, t.retired_at IS NOT NULL,
-                       \(OutboxEngine.claimChecks), q.lost_claims + (q.lease_until IS NOT NULL)::int
+                       \(OutboxEngine.claimChecks), q.lost_claims + (q.lease_until IS NOT NULL)::int, q.lost_in_a_row
                   FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id
                   JOIN device_tokens t ON t.id = d.device_token_id JOIN notifications n ON n.id = d.notification_id
                  WHERE \(DeliveryQueue.duePredicate)
@@ -204,12 +207,14 @@ public enum DeliverRunner {
                 // As the claim counts them: its lease still on the row is one claim more that ended without an outcome.
                 let lostClaims: Int = try row.decode(11)
                 let attempts = try row.decode(1, as: Int.self) + lostClaims
+                // Lost since its last answer (0045): those folded into its attempts before, and these.
+                let lostInARow = try row.decode(12, as: Int.self) + lostClaims
                 // The run's own checks (`OutboxEngine.verdict`), as of now.
                 let verdict = OutboxEngine.verdict(moved: try row.decode(9), paused: try row.decode(10), retired: try row.decode(7), target: target,
                                                    serving: settings.apns == nil ? nil : settings.apnsEnvironments,
                                                    expiresAt: try row.decode(6, as: Date?.self),
                                                    quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date(),
-                                                   attempts: attempts, lostClaims: lostClaims, maxAttempts: settings.maxAttempts)
+                                                   attempts: attempts, lostClaims: lostInARow, maxAttempts: settings.maxAttempts)
                 let held = target.map(OutboxEngine.suspectKey).flatMap { heldEndpoints.contains($0) ? $0 : nil }
                 let (verb, action): (String, String)
                 switch verdict {

@@ -140,15 +140,8 @@ public final class OutboxEngine {
     /// queued: a claim that joined all the run's notifications took 5 ms at 1,000 events/s and grew with the
     /// service's life. What a claim passed over (locked by another engine, not yet due, held back) is push-deliver's.
     private let runFloors = Mutex<[Int: Int]>([:])
-    /// While the claims find deliveries in doubt (0045: an earlier claim of theirs ended without an outcome), how
-    /// many of them the last claim kept; nil while they find none. Each claim then takes twice as many, keeps
-    /// only those in doubt and gives the rest back at once, and is not made ahead: its outcomes are written
-    /// before the next claim. A run that dies now charges a lost claim to those few only, so one that dies on
-    /// the same push every time gives that push up alone (it charged every row of a claim of thousands, sent or
-    /// not, and gave them all up). Set by whichever thread claims.
-    private let carefulSize = Mutex<Int?>(nil)
-    /// Whether this run said that it found deliveries in doubt (once per run).
-    private let inDoubtSaid = Mutex(false)
+    /// How deliveries in doubt are claimed (0045): push-deliver's workers share one.
+    var careful = CarefulClaims()
     /// Hears the app's cancels of claimed deliveries (0038): none of them is started. Nil: none is heard.
     var cancels: CancelListener?
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
@@ -200,8 +193,6 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
-        carefulSize.withLock { $0 = nil }
-        inDoubtSaid.withLock { $0 = false }
         // The categories' presentation as it is now: a long-lived engine (event-notify's, for weeks) kept the
         // sound, thread and channel it first read.
         presentationsLoaded.withLock { $0 = nil }
@@ -509,7 +500,7 @@ public final class OutboxEngine {
         /// Claims of it that ended without an outcome (0031), included in `attempts`: each may have sent it.
         let lostClaims: Int
         /// Claims of it in a row that ended without an outcome, `lostClaims` included, since its last answer
-        /// (0045). Above 0 it is in doubt, and goes out in a careful claim (`carefulSize`); above 1 alone.
+        /// (0045). Above 0 it is in doubt, and goes out in a careful claim (`CarefulClaims`); above 1 alone.
         let lostInARow: Int
         var inDoubt: Bool { lostInARow > 0 }
         let message: PushMessage
@@ -559,9 +550,15 @@ public final class OutboxEngine {
 
     /// Claims the next batch of due deliveries to `providers`, none to an endpoint in `excluding` (one this
     /// run could not reach: its deliveries stay due for the next run, and are not claimed again and again).
+    /// `ahead`: a claim made while a batch is on the wire.
     func claim(scope: Scope, providers: Set<PushTarget.Provider>, excluding: Set<SuspectKey> = [],
-               limit: Int? = nil, on connection: Connection? = nil) throws -> [Claimed] {
-        let limit = carefulSize.withLock { $0 }.map { min($0 * 2, limit ?? batchSize) } ?? limit ?? batchSize
+               limit usualLimit: Int? = nil, on connection: Connection? = nil, ahead: Bool = false) throws -> [Claimed] {
+        let me = ObjectIdentifier(self)
+        let carefulLimit = careful.limit(for: me, usual: usualLimit ?? batchSize)
+        if carefulLimit == 0 { return [] } // another engine of the process is claiming deliveries in doubt
+        let limit = carefulLimit ?? usualLimit ?? batchSize
+        // A careful claim takes deliveries in doubt only: folded lost claims, or a lease left on the row.
+        let onlyInDoubt: Query = carefulLimit == nil ? "" : " AND (q.lost_in_a_row > 0 OR q.lease_until IS NOT NULL)"
         let connection = connection ?? self.connection
         // `http(_:lease:)` keeps the request timeout at most half the lease: the rest is for starting, less a
         // tenth of the lease kept for recording the answer (the writer may be behind, a deadlock retried), so
@@ -597,14 +594,14 @@ public final class OutboxEngine {
             """
             SELECT q.ctid FROM delivery_queue q
              WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND q.delivery_id > \(floor)::bigint
-               AND (SELECT n.job_run_id FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.id = q.delivery_id) = \(runID)::bigint\(leftOut)
+               AND (SELECT n.job_run_id FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.id = q.delivery_id) = \(runID)::bigint\(leftOut)\(onlyInDoubt)
              ORDER BY q.delivery_id
              LIMIT \(limit)
              FOR UPDATE OF q SKIP LOCKED
             """
         } ?? """
             SELECT q.ctid FROM delivery_queue q
-             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])\(leftOut)
+             WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[])\(leftOut)\(onlyInDoubt)
              ORDER BY q.next_attempt_at
              LIMIT \(limit)
              FOR UPDATE OF q SKIP LOCKED
@@ -674,18 +671,12 @@ public final class OutboxEngine {
             }
             let doubtful = claimed.filter(\.inDoubt)
             inDoubt = doubtful.count
-            guard !doubtful.isEmpty else {
-                carefulSize.withLock { $0 = nil }
-                return claimed
-            }
+            guard !doubtful.isEmpty else { return claimed }
             // Deliveries in doubt, and nothing else, go out now; the rest of the claim goes back unsent, as if never
             // claimed (those in doubt stay so). One whose claims were lost twice or more in a row was in the few
             // a run died on before: alone (the first by id, the same one in every run). Else the first few by id.
             let twice = doubtful.filter { $0.lostInARow > 1 }.map(\.deliveryID)
-            let size = carefulSize.withLock { size in
-                size = twice.isEmpty ? size.map { min($0 * 2, limit) } ?? 1 : 1
-                return size!
-            }
+            let size = careful.keep(for: me, alone: !twice.isEmpty, ahead: ahead, usual: usualLimit ?? batchSize)
             let kept = Set((twice.isEmpty ? doubtful.map(\.deliveryID) : twice).sorted().prefix(size))
             givenBack = claimed.filter { !kept.contains($0.deliveryID) }
             if !givenBack.isEmpty {
@@ -695,8 +686,16 @@ public final class OutboxEngine {
             }
             return claimed.filter { kept.contains($0.deliveryID) }
         }
-        if inDoubt > 0 && !inDoubtSaid.withLock({ said in defer { said = true }; return said }) {
-            logger.notice("\(inDoubt) deliveries were claimed by a run that ended without recording their answers: they go out a few at a time (1, 2, 4, … in a claim), so that a run that dies on one of them counts an attempt on those few only")
+        if carefulLimit != nil && claimed.isEmpty && givenBack.isEmpty {
+            // None in doubt left (or all held by other processes): claims as usual again.
+            careful.end(for: me)
+            return try claim(scope: scope, providers: providers, excluding: excluding, limit: usualLimit, on: connection, ahead: ahead)
+        }
+        if inDoubt > 0 && careful.firstTimeSaid() {
+            let all: Int = (try? connection.query("""
+                SELECT count(*) FROM delivery_queue q WHERE q.lost_in_a_row > 0 OR (q.lease_until IS NOT NULL AND q.lease_until <= now())
+                """).first?.decode(0)) ?? inDoubt
+            logger.notice("\(max(all, inDoubt)) deliveries are in doubt (claimed by a run that ended without recording their answers): they go out before the others, a few at a time and alone once lost twice in a row, so that a run that dies on one of them counts an attempt on those few only")
         }
         if let runID {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
@@ -726,7 +725,8 @@ public final class OutboxEngine {
 
     /// The verdict on a claimed delivery. `target` nil: a provider no job sends to (the plan's rows may hold one);
     /// `serving` nil: no APNs key to judge environments by.
-    /// `attempts` counts the claims that ended without an outcome (`lostClaims` of them).
+    /// `attempts` counts the claims that ended without an outcome; `lostClaims`: those since its last answer
+    /// (`Claimed.lostInARow`).
     static func verdict(moved: Bool, paused: Bool, retired: Bool, target: PushTarget?, serving: Set<PushTarget.APNsEnvironment>?,
                         expiresAt: Date?, quietHours: (start: Int, end: Int, zone: String)?, now: Date,
                         attempts: Int, lostClaims: Int, maxAttempts: Int) -> Verdict {
@@ -845,7 +845,7 @@ public final class OutboxEngine {
                                                    retired: claimed.tokenRetired || retiredTokens.contains(claimed.tokenID),
                                                    target: claimed.target, serving: apnsEnvironments,
                                                    expiresAt: claimed.message.expiresAt, quietHours: claimed.quietHours, now: now,
-                                                   attempts: claimed.attempts, lostClaims: claimed.lostClaims, maxAttempts: maxAttempts)
+                                                   attempts: claimed.attempts, lostClaims: claimed.lostInARow, maxAttempts: maxAttempts)
                 switch verdict {
                 case .cancelMoved:
                     // Never to another person's phone. The app's move cancels what is queued when it commits; a
@@ -956,13 +956,13 @@ public final class OutboxEngine {
                         waitingForClaimSince = nil
                     }
                     if more.isEmpty { exhausted = true } else { report.claimed += more.count; admit(more) }
-                } else if !exhausted && !writer.isClaiming && queue.count - index < claimSizer.size / 2 && carefulSize.withLock({ $0 }) == nil {
+                } else if !exhausted && !writer.isClaiming && queue.count - index < claimSizer.size / 2 && !careful.isCareful {
                     // (Not while the claims find deliveries in doubt: each careful claim's outcomes are written first.)
                     let providers = live
                     let excluding = endpointsLeftOut(of: live)
                     let limit = claimSizer.next()
                     writer.requestClaim { [unowned self] in
-                        try self.claim(scope: scope, providers: providers, excluding: excluding, limit: limit, on: writer.claimConnection)
+                        try self.claim(scope: scope, providers: providers, excluding: excluding, limit: limit, on: writer.claimConnection, ahead: true)
                     }
                 }
             }
