@@ -44,6 +44,10 @@ public struct DeliveryReport: Sendable {
     /// Claimed but not sent: released at once for the next claim, no attempt burned (a stop came, or the claim
     /// ran out before the push could start).
     public var released = 0
+    /// Claims of earlier runs that ended without recording an answer (0031), counted as attempts by this run's claims.
+    public var lostClaimsCounted = 0
+    /// Of `dead`, those given up because such lost claims spent their attempts (each may have been sent).
+    public var deadAfterLostClaims = 0
     /// The final outcomes by provider ("apns" → "sent" → 3), for the metrics.
     public var byProvider: [String: [String: Int]] = [:]
 
@@ -81,6 +85,8 @@ public struct DeliveryReport: Sendable {
         cancelledPaused += other.cancelledPaused
         cancelledQuietPastExpiry += other.cancelledQuietPastExpiry
         withdrawn += other.withdrawn
+        lostClaimsCounted += other.lostClaimsCounted
+        deadAfterLostClaims += other.deadAfterLostClaims
         stoppedBy = stoppedBy ?? other.stoppedBy
         credentialsRefused = credentialsRefused || other.credentialsRefused
         for (provider, counts) in other.byProvider { byProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +) }
@@ -104,6 +110,8 @@ public struct DeliveryReport: Sendable {
         if cancelledPaused > 0 { writer.add("cancelled_paused", cancelledPaused) }
         if cancelledQuietPastExpiry > 0 { writer.add("cancelled_quiet_hours_past_expiry", cancelledQuietPastExpiry) }
         if withdrawn > 0 { writer.add("cancelled_after_claim", withdrawn) }
+        if lostClaimsCounted > 0 { writer.add("lost_claims_counted", lostClaimsCounted) }
+        if deadAfterLostClaims > 0 { writer.add("dead_after_lost_claims", deadAfterLostClaims) }
         if !byProvider.isEmpty {
             var providers = JSONWriter()
             for (provider, counts) in byProvider.sorted(by: { $0.key < $1.key }) {
@@ -131,6 +139,10 @@ public struct DeliveryReport: Sendable {
         if cancelledPaused > 0 { text += ", \(cancelledPaused) cancelled (the mentor's pause began while they waited)" }
         if cancelledQuietPastExpiry > 0 { text += ", \(cancelledQuietPastExpiry) cancelled (quiet hours last past their expiry)" }
         if withdrawn > 0 { text += ", \(withdrawn) cancelled by the app after they were claimed (not sent)" }
+        if lostClaimsCounted > 0 {
+            text += ", \(lostClaimsCounted) claim(s) of runs that ended without recording an answer counted as attempts"
+        }
+        if deadAfterLostClaims > 0 { text += " (\(deadAfterLostClaims) of the dead given up after such claims: each may have been sent)" }
         for (provider, reason) in brokenProviders.sorted(by: { $0.key < $1.key }) { text += "; \(provider) stopped: \(reason)" }
         for (provider, reason) in platformAlarms.sorted(by: { $0.key < $1.key }) {
             text += "; \(provider): \(waitingForSetup) push(es) wait an hour for a setting: \(reason)"

@@ -142,6 +142,8 @@ public final class OutboxEngine {
     private let runFloors = Mutex<[Int: Int]>([:])
     /// How deliveries in doubt are claimed (0045): push-deliver's workers share one.
     var careful = CarefulClaims()
+    /// Lost claims this run's claims counted as attempts (claims run on the writer's thread too).
+    private let lostClaimsCounted = Mutex(0)
     /// Hears the app's cancels of claimed deliveries (0038): none of them is started. Nil: none is heard.
     var cancels: CancelListener?
     /// Where the database time went (logged at debug level): claiming, writing outcomes, and how long the
@@ -193,6 +195,7 @@ public final class OutboxEngine {
         // a long-lived engine (event-notify's) never holds on to a retirement the database did not make (the
         // app registered the token again in between).
         retiredTokens.removeAll()
+        lostClaimsCounted.withLock { $0 = 0 }
         // The categories' presentation as it is now: a long-lived engine (event-notify's, for weeks) kept the
         // sound, thread and channel it first read.
         presentationsLoaded.withLock { $0 = nil }
@@ -212,7 +215,10 @@ public final class OutboxEngine {
         providerStops.removeAll()
         var report = DeliveryReport()
         // What the run did, kept when it throws too: a failed run's summary says what went out before.
-        defer { lastReport = report }
+        defer {
+            report.lostClaimsCounted = lostClaimsCounted.withLock { $0 }
+            lastReport = report
+        }
         var usable = Set(providers.keys)
         for (endpoint, outage) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
             let name = providers[endpoint.provider]!.name
@@ -323,6 +329,7 @@ public final class OutboxEngine {
             logger.debug("database time: claims \(timings.claims), outcome writes \(flushTime.withLock { $0 })\(cpuShare(since: scheduleAtStart))")
         }
         report.stoppedBy = stop.requestedSignalName
+        report.lostClaimsCounted = lostClaimsCounted.withLock { $0 }
         if let stoppedBy = report.stoppedBy { logger.notice("stopped by \(stoppedBy): \(report.released) claimed deliveries released for the next run") }
         return report
     }
@@ -668,6 +675,7 @@ public final class OutboxEngine {
                     INSERT INTO delivery_events (delivery_id, event, attempt, detail)
                     SELECT id, 'retried', attempts, \(OutboxEngine.lostClaimDetail) FROM folded
                     """)
+                lostClaimsCounted.withLock { $0 += lost.reduce(0) { $0 + $1.lostClaims } }
             }
             let doubtful = claimed.filter(\.inDoubt)
             inDoubt = doubtful.count
@@ -862,6 +870,7 @@ public final class OutboxEngine {
                 case .giveUpUnrecorded(let why):
                     recorder.settle(claimed, state: "dead", event: "dead", error: why, status: nil)
                     report.count(.dead, claimed.target.provider)
+                    report.deadAfterLostClaims += 1
                     logger.warning("delivery \(claimed.deliveryID): \(why)")
                 case .fail(let why):
                     // Never sent, and no reason to stop that environment for the run: the key cannot serve it.

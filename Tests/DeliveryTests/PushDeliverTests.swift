@@ -782,6 +782,10 @@ import TestSupport
         #expect(killed == 3, "each run died on the push until it was given up: \(killed)")
         #expect(result.stderr.contains("are in doubt") && result.stderr.contains("go out before the others, a few at a time"), "\(result.stderr)")
         #expect(try states() == ["sent": 11, "dead": 1], "only the push the runs died on is given up")
+        let summary = result.summary?["push"] as? [String: Any]
+        #expect(summary?["dead_after_lost_claims"] as? Int == 1 && (summary?["lost_claims_counted"] as? Int ?? 0) >= 1,
+                "the summary says why it is dead: \(result.stdout)")
+        #expect(result.stderr.contains("of the dead given up after such claims"), "\(result.stderr)")
         let given = try delivery(token: poison)
         #expect(given.state == "dead" && given.error?.contains("ended without recording an answer") == true, "\(given)")
         for token in tokens where token != poison {
