@@ -1175,9 +1175,19 @@ public final class OutboxEngine {
                 recorder.settle(claimed, state: "dead", event: "dead", error: "rejected: \(reason)", status: status, attempts: attempt)
                 report.count(.dead, claimed.target.provider)
             case .credentialsBroken(let reason):
-                // Our setup: the provider stops for the run (78); the push waits, no attempt counted.
+                // Our setup: the provider stops for the run (78); the push waits, no attempt counted. A host our TLS
+                // setup cannot verify, or an endpoint setting libcurl cannot use, is that endpoint's alone: APNs's
+                // sandbox host behind an intercepting proxy is no reason to hold production's pushes (it stopped both).
                 report.credentialsRefused = true
-                stopProvider(claimed.target.provider, reason: reason, live: &live, report: &report)
+                if case .failure(let error) = result, error.kind == .untrusted || error.kind == .unusableURL {
+                    let key = OutboxEngine.suspectKey(claimed.target)
+                    if isSending(key, live: live) {
+                        report.brokenProviders[provider.name] = report.brokenProviders[provider.name] ?? "\(key) \(reason)"
+                        stopEndpoint(key, reason: reason, live: &live)
+                    }
+                } else {
+                    stopProvider(claimed.target.provider, reason: reason, live: &live, report: &report)
+                }
                 recorder.release(claimed)
                 report.held += 1
             case .unreachable(let reason):

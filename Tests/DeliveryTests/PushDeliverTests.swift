@@ -1901,6 +1901,30 @@ import TestSupport
         #expect(fcm.stderr.contains("PUSH_CA_FILE"), "\(fcm.stderr)")
     }
 
+    /// A host our TLS setup cannot verify is that endpoint's problem alone: APNs's sandbox host behind a proxy
+    /// whose certificate PUSH_CA_FILE does not trust stopped production's pushes too. 78, naming the endpoint.
+    @Test func aSandboxHostTheCAFileCannotVerifyStopsOnlyTheSandbox() throws {
+        let org = try f.organization("Org")
+        let tester = try f.mentor(org, "Tester", lastActivityDaysAgo: 20, devices: 0)
+        let sandbox = try f.device(tester, provider: "apns", environment: "sandbox")
+        var production: [String] = []
+        for i in 0..<3 {
+            let user = try f.mentor(org, "Mentor \(i)", lastActivityDaysAgo: 20, devices: 0)
+            production.append(try f.device(user, provider: "apns").token)
+        }
+        #expect(try Jobs.inactivityCheck(db, now: f.now).status == 0)
+        let untrusted = try PushEnvironment(ownCA: true) // which PUSH_CA_FILE does not trust
+        var environment = push.variables
+        environment["APNS_SANDBOX_ENDPOINT"] = untrusted.server.baseURL
+        environment["PUSH_CONCURRENCY"] = "1"
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("apns/sandbox") && result.stderr.contains("PUSH_CA_FILE"), "\(result.stderr)")
+        #expect(Set(pushes(.apns).compactMap(\.deviceToken)) == Set(production), "production's pushes go out")
+        #expect(try delivery(token: sandbox.token).state == "pending" && delivery(token: sandbox.token).attempts == 0)
+        #expect(try states() == ["sent": 3, "pending": 1])
+    }
+
     /// FCM answers 401 and the token endpoint is down when a fresh access token is asked for: FCM is
     /// unavailable for now (69), not misconfigured (78), and the delivery waits without an attempt.
     @Test func anFCM401WhileTheTokenEndpointIsDownIsUnavailableNotMisconfigured() throws {

@@ -18,10 +18,11 @@ public final class PushEnvironment: @unchecked Sendable {
     public static let projectID = "demo-project"
     public static let clientEmail = "push@demo-project.iam.gserviceaccount.com"
 
-    public init(configure: (inout FakePushServer.Configuration) -> Void = { _ in }) throws {
+    /// `ownCA`: its TLS certificate from a CA of its own, which no other environment's `caFile` trusts.
+    public init(ownCA: Bool = false, configure: (inout FakePushServer.Configuration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-env-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let tls = try TestCertificates.make(in: directory)
+        let tls = try TestCertificates.make(in: directory, ownCA: ownCA)
         caFile = tls.caPEMPath
         let apns = TestCertificates.apnsKey()
         apnsKeyPEM = apns.pkcs8PEM

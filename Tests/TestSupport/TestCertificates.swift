@@ -8,8 +8,9 @@ public enum TestCertificates {
 
     /// Writes the test CA to `directory/ca.pem` and returns its path with the server certificate and key (PEM).
     /// The CA and certificate are made once per process (openssl takes a moment) and shared by every call.
-    public static func make(in directory: URL) throws -> (caPEMPath: String, certificatePEM: String, privateKeyPEM: String) {
-        let generated = try cache.get()
+    /// `ownCA`: a CA of its own, made for this call (a host the other environments' CA files do not trust).
+    public static func make(in directory: URL, ownCA: Bool = false) throws -> (caPEMPath: String, certificatePEM: String, privateKeyPEM: String) {
+        let generated = ownCA ? try generate() : try cache.get()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let caPath = directory.appendingPathComponent("ca.pem").path
         try generated.caPEM.write(toFile: caPath, atomically: true, encoding: .utf8)
