@@ -5,12 +5,13 @@ import Synchronization
 /// process at a time (push-deliver's workers share one; a crash kills them all, and every claim of the
 /// process is at stake).
 ///
-/// While careful, the holding engine claims only deliveries in doubt, 1, then 2, 4, … per claim (one alone
-/// when its claims were lost twice in a row: it was among the few a run died on before), makes no claim
-/// ahead, and writes each claim's outcomes before the next; the other engines claim nothing. A run that dies
-/// now leaves a lost claim on those few only, so one that dies on the same push every time gives that push up
-/// alone (a claim of thousands was charged on every run, sent or not, and given up whole). Careful ends when
-/// a careful claim finds none in doubt.
+/// While careful, the holding engine claims only deliveries in doubt, those lost most often in a row first,
+/// 1, then 2, 4, … per claim (at most 8 of those lost twice in a row, and one alone of those lost three times or
+/// more: a run died on them before), makes no claim ahead, and writes each claim's outcomes before the next;
+/// the other engines wait. A run that dies now leaves a lost claim on those few only, so one that dies on the
+/// same push every time gives that push up alone (a claim of thousands was charged on every run, sent or not,
+/// and given up whole), and a push claimed with it is charged at most three times. Careful ends when a careful
+/// claim finds none in doubt.
 final class CarefulClaims: Sendable {
     private struct State {
         /// How many in doubt the last careful claim kept (0: none yet); nil while not careful.
@@ -39,7 +40,8 @@ final class CarefulClaims: Sendable {
     /// A claim of `engine` found deliveries in doubt: how many of them it keeps (the rest of the claim goes
     /// back). 0 when another engine is careful, or for a claim made ahead (the batch on the wire finishes
     /// first, and the next claim is careful).
-    func keep(for engine: ObjectIdentifier, alone: Bool, ahead: Bool, usual: Int) -> Int {
+    /// `lostInARow`: the most that any of them was lost in a row.
+    func keep(for engine: ObjectIdentifier, lostInARow: Int, ahead: Bool, usual: Int) -> Int {
         state.withLock { s in
             if let holder = s.holder, holder != engine { return 0 }
             s.holder = engine
@@ -47,9 +49,17 @@ final class CarefulClaims: Sendable {
                 s.size = s.size ?? 0
                 return 0
             }
-            let size = alone ? 1 : max(1, min((s.size ?? 0) * 2, usual))
+            let cap = lostInARow >= 3 ? 1 : lostInARow == 2 ? 8 : usual
+            let size = max(1, min((s.size ?? 0) * 2, cap, usual))
             s.size = size
             return size
+        }
+    }
+
+    /// `engine`'s run ended: another engine may take the deliveries in doubt over.
+    func release(for engine: ObjectIdentifier) {
+        state.withLock { s in
+            if s.holder == engine { s.holder = nil }
         }
     }
 

@@ -218,6 +218,7 @@ public final class OutboxEngine {
         defer {
             report.lostClaimsCounted = lostClaimsCounted.withLock { $0 }
             lastReport = report
+            careful.release(for: ObjectIdentifier(self))
         }
         var usable = Set(providers.keys)
         for (endpoint, outage) in outages.sorted(by: { $0.key.description < $1.key.description }) where usable.contains(endpoint.provider) {
@@ -562,7 +563,14 @@ public final class OutboxEngine {
                limit usualLimit: Int? = nil, on connection: Connection? = nil, ahead: Bool = false) throws -> [Claimed] {
         let me = ObjectIdentifier(self)
         let carefulLimit = careful.limit(for: me, usual: usualLimit ?? batchSize)
-        if carefulLimit == 0 { return [] } // another engine of the process is claiming deliveries in doubt
+        if carefulLimit == 0 {
+            // Another engine of the process is sending the deliveries in doubt: wait for it (a claim made ahead
+            // takes nothing; the next in line waits), then claim. An empty claim would end this engine's run.
+            if ahead { return [] }
+            try waitWhileAnotherIsCareful(usual: usualLimit ?? batchSize)
+            if stop.isRequested { return [] }
+            return try claim(scope: scope, providers: providers, excluding: excluding, limit: usualLimit, on: connection, ahead: ahead)
+        }
         let limit = carefulLimit ?? usualLimit ?? batchSize
         // A careful claim takes deliveries in doubt only: folded lost claims, or a lease left on the row.
         let onlyInDoubt: Query = carefulLimit == nil ? "" : " AND (q.lost_in_a_row > 0 OR q.lease_until IS NOT NULL)"
@@ -624,6 +632,8 @@ public final class OutboxEngine {
         // the fault was fixed and they were given up as dead without ever having been sent.
         var givenBack: [Claimed] = []
         var inDoubt = 0
+        /// Rows in doubt found while another engine sends those: all given back, and this one waits.
+        var refused = false
         let claimed: [Claimed] = try connection.transaction {
             let rows = try connection.query("""
                 WITH due AS (\(due))
@@ -683,9 +693,10 @@ public final class OutboxEngine {
             // Deliveries in doubt, and nothing else, go out now; the rest of the claim goes back unsent, as if never
             // claimed (those in doubt stay so). One whose claims were lost twice or more in a row was in the few
             // a run died on before: alone (the first by id, the same one in every run). Else the first few by id.
-            let twice = doubtful.filter { $0.lostInARow > 1 }.map(\.deliveryID)
-            let size = careful.keep(for: me, alone: !twice.isEmpty, ahead: ahead, usual: usualLimit ?? batchSize)
-            let kept = Set((twice.isEmpty ? doubtful.map(\.deliveryID) : twice).sorted().prefix(size))
+            let most = doubtful.map(\.lostInARow).max()!
+            let size = careful.keep(for: me, lostInARow: most, ahead: ahead, usual: usualLimit ?? batchSize)
+            refused = size == 0 && !ahead
+            let kept = Set(doubtful.filter { $0.lostInARow == most }.map(\.deliveryID).sorted().prefix(size))
             givenBack = claimed.filter { !kept.contains($0.deliveryID) }
             if !givenBack.isEmpty {
                 try connection.execute("""
@@ -694,6 +705,11 @@ public final class OutboxEngine {
             }
             return claimed.filter { kept.contains($0.deliveryID) }
         }
+        if refused {
+            try waitWhileAnotherIsCareful(usual: usualLimit ?? batchSize)
+            if stop.isRequested { return [] }
+            return try claim(scope: scope, providers: providers, excluding: excluding, limit: usualLimit, on: connection, ahead: ahead)
+        }
         if carefulLimit != nil && claimed.isEmpty && givenBack.isEmpty {
             // None in doubt left (or all held by other processes): claims as usual again.
             careful.end(for: me)
@@ -701,11 +717,14 @@ public final class OutboxEngine {
         }
         if inDoubt > 0 && careful.firstTimeSaid() {
             let all: Int = (try? connection.query("""
-                SELECT count(*) FROM delivery_queue q WHERE q.lost_in_a_row > 0 OR (q.lease_until IS NOT NULL AND q.lease_until <= now())
+                SELECT count(*) FROM delivery_queue q
+                 WHERE \(DeliveryQueue.duePredicate) AND q.provider = ANY(\(kinds)::text[]) AND (q.lost_in_a_row > 0 OR q.lease_until IS NOT NULL)
                 """).first?.decode(0)) ?? inDoubt
-            logger.notice("\(max(all, inDoubt)) deliveries are in doubt (claimed by a run that ended without recording their answers): they go out before the others, a few at a time and alone once lost twice in a row, so that a run that dies on one of them counts an attempt on those few only")
+            logger.notice("\(max(all, inDoubt)) due deliveries are in doubt (claimed by a run that ended without recording their answers): they go out before the others, a few at a time (alone once lost three times in a row), so that a run that dies on one of them counts an attempt on those few only")
         }
-        if let runID {
+        // A careful claim took rows in doubt only, not every row in id order: the floor stays (it skipped the
+        // run's other rows below the ones it took, and with fewer than its limit all of the run's).
+        if let runID, carefulLimit == nil {
             // A claim cut short by its limit may have left rows of the run above what it took; one that was not
             // went through all of them, and every row the run has yet to queue gets a higher id than any there is
             // now (its batches commit before they are delivered): the floor moves past all of today's ids, so a
@@ -719,6 +738,15 @@ public final class OutboxEngine {
             runFloors.withLock { $0[runID] = max($0[runID] ?? floor, min(highest, below)) }
         }
         return claimed
+    }
+
+    /// Waits (a twentieth of a second at a time) while another engine of the process sends the deliveries in
+    /// doubt, or until a stop.
+    private func waitWhileAnotherIsCareful(usual: Int) throws {
+        let me = ObjectIdentifier(self)
+        while careful.limit(for: me, usual: usual) == 0 && !stop.isRequested {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
     }
 
     /// The history's word for a claim that ended without an outcome.
