@@ -508,7 +508,7 @@ public final class OutboxEngine {
         /// Claims of it that ended without an outcome (0031), included in `attempts`: each may have sent it.
         let lostClaims: Int
         /// Claims of it in a row that ended without an outcome, `lostClaims` included, since its last answer
-        /// (0045). Above 0 it is in doubt, and goes out in a careful claim (`CarefulClaims`); above 1 alone.
+        /// (0045). Above 0 it is in doubt, and goes out in a careful claim (`CarefulClaims`).
         let lostInARow: Int
         var inDoubt: Bool { lostInARow > 0 }
         let message: PushMessage
@@ -563,14 +563,15 @@ public final class OutboxEngine {
                limit usualLimit: Int? = nil, on connection: Connection? = nil, ahead: Bool = false) throws -> [Claimed] {
         let me = ObjectIdentifier(self)
         let carefulLimit = careful.limit(for: me, usual: usualLimit ?? batchSize)
-        if carefulLimit == 0 {
-            // Another engine of the process is sending the deliveries in doubt: wait for it (a claim made ahead
-            // takes nothing; the next in line waits), then claim. An empty claim would end this engine's run.
+        /// Another engine of the process is sending the deliveries in doubt: waits for it, then claims. (An empty
+        /// claim would end this engine's run; a claim made ahead takes nothing, and the next in line waits.)
+        func claimOnceTheOtherIsDone() throws -> [Claimed] {
             if ahead { return [] }
-            try waitWhileAnotherIsCareful(usual: usualLimit ?? batchSize)
+            waitWhileAnotherIsCareful(usual: usualLimit ?? batchSize)
             if stop.isRequested { return [] }
             return try claim(scope: scope, providers: providers, excluding: excluding, limit: usualLimit, on: connection, ahead: ahead)
         }
+        if carefulLimit == 0 { return try claimOnceTheOtherIsDone() }
         let limit = carefulLimit ?? usualLimit ?? batchSize
         // A careful claim takes deliveries in doubt only: folded lost claims, or a lease left on the row.
         let onlyInDoubt: Query = carefulLimit == nil ? "" : " AND (q.lost_in_a_row > 0 OR q.lease_until IS NOT NULL)"
@@ -690,9 +691,9 @@ public final class OutboxEngine {
             let doubtful = claimed.filter(\.inDoubt)
             inDoubt = doubtful.count
             guard !doubtful.isEmpty else { return claimed }
-            // Deliveries in doubt, and nothing else, go out now; the rest of the claim goes back unsent, as if never
-            // claimed (those in doubt stay so). One whose claims were lost twice or more in a row was in the few
-            // a run died on before: alone (the first by id, the same one in every run). Else the first few by id.
+            // Deliveries in doubt, and nothing else, go out now: the first few by id (the same ones in every run) of
+            // those lost most often in a row, as many as `CarefulClaims` says; the rest of the claim goes back
+            // unsent, as if never claimed (those in doubt stay so).
             let most = doubtful.map(\.lostInARow).max()!
             let size = careful.keep(for: me, lostInARow: most, ahead: ahead, usual: usualLimit ?? batchSize)
             refused = size == 0 && !ahead
@@ -705,11 +706,7 @@ public final class OutboxEngine {
             }
             return claimed.filter { kept.contains($0.deliveryID) }
         }
-        if refused {
-            try waitWhileAnotherIsCareful(usual: usualLimit ?? batchSize)
-            if stop.isRequested { return [] }
-            return try claim(scope: scope, providers: providers, excluding: excluding, limit: usualLimit, on: connection, ahead: ahead)
-        }
+        if refused { return try claimOnceTheOtherIsDone() }
         if carefulLimit != nil && claimed.isEmpty && givenBack.isEmpty {
             // None in doubt left (or all held by other processes): claims as usual again.
             careful.end(for: me)
@@ -730,7 +727,7 @@ public final class OutboxEngine {
             // now (its batches commit before they are delivered): the floor moves past all of today's ids, so a
             // claim that took nothing (the pushes deferred for quiet hours, a batch that queued none) does not
             // read the same rows again next time.
-            // Rows given back (a careful claim) are below it.
+            // Rows given back (the claim found rows in doubt) are below it.
             let highest = claimed.count + givenBack.count < limit
                 ? try connection.query("SELECT coalesce(max(id), 0) FROM deliveries").first!.decode(0, as: Int.self)
                 : claimed.map(\.deliveryID).max() ?? floor
@@ -742,7 +739,7 @@ public final class OutboxEngine {
 
     /// Waits (a twentieth of a second at a time) while another engine of the process sends the deliveries in
     /// doubt, or until a stop.
-    private func waitWhileAnotherIsCareful(usual: Int) throws {
+    private func waitWhileAnotherIsCareful(usual: Int) {
         let me = ObjectIdentifier(self)
         while careful.limit(for: me, usual: usual) == 0 && !stop.isRequested {
             Thread.sleep(forTimeInterval: 0.05)

@@ -10,9 +10,10 @@
 -- lost_in_a_row counts the claims of a row in a row that ended without an outcome, from the claim that
 -- counts such a loss until the row's push is answered (an outcome that keeps the row in the queue, a
 -- retry, sets it back to 0; a final one takes the row out; a release or a postponement, which never sent
--- it, keeps it). Above 0 the row is in doubt: the engine sends such rows and nothing else, one, then two,
--- four, … at a time, each batch's outcomes written before the next claim, and gives the rest of the claim
--- back at once; above 1 (it was among the few a run died on before) alone. A run that dies now leaves a
--- lost claim on those few only, and the one it dies on every time is given up alone once it has been tried
--- PUSH_MAX_ATTEMPTS times. Not in any index: the claim's update stays HOT.
+-- it, keeps it). Above 0 the row is in doubt: the engine sends such rows and nothing else, those lost most
+-- often first, one, then two, four, … at a time (at most 8 of those lost twice, one alone from three times:
+-- a run died on them before), each batch's outcomes written before the next claim, and gives the rest of
+-- the claim back at once. A run that dies now leaves a lost claim on those few only, and the one it dies on
+-- every time is given up alone once it has been tried PUSH_MAX_ATTEMPTS times. Not in any index: the claim's
+-- update stays HOT.
 ALTER TABLE delivery_queue ADD COLUMN lost_in_a_row integer NOT NULL DEFAULT 0;
