@@ -69,10 +69,11 @@ final class CarefulClaims: Sendable {
             guard s.holder == nil || s.holder == engine else { return }
             s.size = nil
             s.holder = nil
+            s.said = false // the next crash's pushes in doubt are said again (event-notify's engine lives for weeks)
         }
     }
 
-    /// True the first time only (the log says it once).
+    /// True the first time only until careful ends (the log says it once per episode).
     func firstTimeSaid() -> Bool {
         state.withLock { s in
             defer { s.said = true }

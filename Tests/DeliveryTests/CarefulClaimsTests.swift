@@ -35,6 +35,14 @@ struct CarefulClaimsTests {
         #expect(careful.limit(for: a, usual: 200) == nil && careful.limit(for: b, usual: 200) == nil)
     }
 
+    /// Said once while they last, and again for the next time (a long-lived engine said it once in its life).
+    @Test func thePushesInDoubtAreSaidOnceEachTime() {
+        #expect(careful.firstTimeSaid() && !careful.firstTimeSaid())
+        _ = careful.keep(for: a, lostInARow: 1, ahead: false, usual: 200)
+        careful.end(for: a)
+        #expect(careful.firstTimeSaid(), "a later crash's are said again")
+    }
+
     @Test func aClaimMadeAheadKeepsNoneAndTheNextIsCareful() {
         #expect(careful.keep(for: a, lostInARow: 1, ahead: true, usual: 200) == 0)
         #expect(careful.isCareful && careful.limit(for: a, usual: 200) == 1)
