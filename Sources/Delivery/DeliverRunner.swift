@@ -214,7 +214,7 @@ public enum DeliverRunner {
                                                    serving: settings.apns == nil ? nil : settings.apnsEnvironments,
                                                    expiresAt: try row.decode(6, as: Date?.self),
                                                    quietHours: (try row.decode(8, as: String?.self)).flatMap(OutboxEngine.quietHours), now: Date(),
-                                                   attempts: attempts, lostClaims: lostInARow, maxAttempts: settings.maxAttempts)
+                                                   attempts: attempts, lostInARow: lostInARow, maxAttempts: settings.maxAttempts)
                 let held = target.map(OutboxEngine.suspectKey).flatMap { heldEndpoints.contains($0) ? $0 : nil }
                 let (verb, action): (String, String)
                 switch verdict {

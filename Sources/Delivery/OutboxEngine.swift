@@ -758,17 +758,17 @@ public final class OutboxEngine {
 
     /// The verdict on a claimed delivery. `target` nil: a provider no job sends to (the plan's rows may hold one);
     /// `serving` nil: no APNs key to judge environments by.
-    /// `attempts` counts the claims that ended without an outcome; `lostClaims`: those since its last answer
+    /// `attempts` counts the claims that ended without an outcome; `lostInARow`: those since its last answer
     /// (`Claimed.lostInARow`).
     static func verdict(moved: Bool, paused: Bool, retired: Bool, target: PushTarget?, serving: Set<PushTarget.APNsEnvironment>?,
                         expiresAt: Date?, quietHours: (start: Int, end: Int, zone: String)?, now: Date,
-                        attempts: Int, lostClaims: Int, maxAttempts: Int) -> Verdict {
+                        attempts: Int, lostInARow: Int, maxAttempts: Int) -> Verdict {
         if moved { return .cancelMoved }
         if paused { return .cancelPaused }
         if retired { return .settleRetired }
-        if lostClaims > 0 && attempts >= maxAttempts {
+        if lostInARow > 0 && attempts >= maxAttempts {
             // A run that dies after sending (the same crash each time) would send it again every lease, for ever.
-            return .giveUpUnrecorded("claimed \(lostClaims) time(s) by runs that ended without recording an answer, each of which may have sent it: given up after \(attempts) attempts (PUSH_MAX_ATTEMPTS), so that it is not sent again and again")
+            return .giveUpUnrecorded("claimed \(lostInARow) time(s) by runs that ended without recording an answer, each of which may have sent it: given up after \(attempts) attempts (PUSH_MAX_ATTEMPTS), so that it is not sent again and again")
         }
         if let target {
             if let serving, let why = unserved(target.provider, target.apnsEnvironment, serving: serving) { return .fail(why) }
@@ -878,7 +878,7 @@ public final class OutboxEngine {
                                                    retired: claimed.tokenRetired || retiredTokens.contains(claimed.tokenID),
                                                    target: claimed.target, serving: apnsEnvironments,
                                                    expiresAt: claimed.message.expiresAt, quietHours: claimed.quietHours, now: now,
-                                                   attempts: claimed.attempts, lostClaims: claimed.lostInARow, maxAttempts: maxAttempts)
+                                                   attempts: claimed.attempts, lostInARow: claimed.lostInARow, maxAttempts: maxAttempts)
                 switch verdict {
                 case .cancelMoved:
                     // Never to another person's phone. The app's move cancels what is queued when it commits; a

@@ -82,7 +82,7 @@ struct TemplateValues: MustacheParent {
         converted.reserveCapacity(values.count)
         for (name, value) in values {
             switch value {
-            case let text as String: converted[name] = TemplateText(renderText: OutsideText.flattened(text))
+            case let text as String: converted[name] = TemplateText(renderText: TemplateText.trimmed(OutsideText.flattened(text)))
             case let number as Int: converted[name] = TemplateText(renderText: String(number))
             case let items as [[String: Any]]: converted[name] = items.map(TemplateValues.init)
             default: converted[name] = value
@@ -101,10 +101,30 @@ extension TemplateValues: MustacheCustomRenderable {
     var isNull: Bool { false }
 }
 
-/// A value rendered as its text.
+/// A value rendered as its text, without the spaces around it. An empty text is false to a section, so a
+/// template can leave out what goes with it: `Hi{{#name}} {{name}}{{/name}}!` is "Hi!" for a user whose
+/// name is empty ("Hi !" before).
 struct TemplateText: MustacheCustomRenderable {
     let renderText: String
-    var isNull: Bool { false }
+    var isNull: Bool { renderText.isEmpty }
+
+    static func trimmed(_ text: String) -> String {
+        guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
+              first.properties.isWhitespace || last.properties.isWhitespace else { return text }
+        return text.trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// How a message names someone other than its recipient (a mentor, in a coordinator's message) whose name is
+/// empty: said as having none, rather than a sentence that starts with a blank.
+public enum UnnamedPerson {
+    public static func shown(_ name: String, in language: Language) -> String {
+        guard isUnnamed(name) else { return name }
+        return language == .norwegianBokmal ? "(uten navn)" : "(no name)"
+    }
+
+    /// Whether `name` is empty once the spaces around it are left out (a template renders it as nothing).
+    public static func isUnnamed(_ name: String) -> Bool { TemplateText.trimmed(name).isEmpty }
 }
 
 /// Loads the templates of a scenario: the defaults, and each organization's overrides.

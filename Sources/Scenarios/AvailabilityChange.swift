@@ -137,7 +137,7 @@ public struct AvailabilityChange: EventScenario {
 
     /// The template's values: dates as people in the recipient's time zone write them.
     static func values(_ candidate: Candidate, language: Language, zone: String, now: Date) -> [String: Any] {
-        var values: [String: Any] = ["mentor": candidate.mentorName, "lifted": candidate.change == .lifted,
+        var values: [String: Any] = ["mentor": UnnamedPerson.shown(candidate.mentorName, in: language), "lifted": candidate.change == .lifted,
                                      "changed": candidate.change == .changed, "withdrawn": candidate.change == .withdrawn,
                                      "started": LocalDate.text(candidate.startsAt, zone: zone, language: language)]
         // A change or call-off says "from" of a pause that had not started when it was saved.

@@ -51,8 +51,11 @@ public struct NewAssignment: EventScenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         let id = candidate.assignmentID.lowercasedString
-        let from = candidate.coordinatorName ?? "?"
-        let message = rule.messages.render(recipient.language, ["title": candidate.title, "coordinator": from])
+        // No coordinator (or one without a name): the default text says "You have a new assignment" ("? has given
+        // you" before).
+        let coordinator = candidate.coordinatorName ?? ""
+        let from = UnnamedPerson.isUnnamed(coordinator) ? "a coordinator without a name" : coordinator
+        let message = rule.messages.render(recipient.language, ["title": candidate.title, "coordinator": coordinator])
         return .notify(NotificationDraft(
             title: message.title,
             body: message.body,

@@ -96,7 +96,7 @@ public struct OverdueDigest: Scenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         let oldest = ElapsedDays.between(candidate.oldestDispatch, now, zone: rule.timeZone)
-        let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays))
+        let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays, language: recipient.language))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
         let named = zip(candidate.mentorNames, candidate.titles).map { "\($0) (\"\($1)\")" }.joined(separator: ", ")
@@ -112,9 +112,9 @@ public struct OverdueDigest: Scenario {
     }
 
     /// The template's values: the single case, or the cases named (the first three) and how many more.
-    static func values(_ candidate: Candidate, days: Int) -> [String: Any] {
+    static func values(_ candidate: Candidate, days: Int, language: Language) -> [String: Any] {
         var values: [String: Any] = ["days": days, "one_day": days == 1, "count": candidate.cases, "single": candidate.cases == 1]
-        let named = Array(zip(candidate.mentorNames, candidate.titles))
+        let named = Array(zip(candidate.mentorNames.map { UnnamedPerson.shown($0, in: language) }, candidate.titles))
         if let first = named.first { (values["mentor"], values["title"]) = (first.0, first.1) }
         values["cases"] = named.enumerated().map { index, item in
             ["mentor": item.0, "title": item.1, "first": index == 0, "last": index == named.count - 1] as [String: Any]

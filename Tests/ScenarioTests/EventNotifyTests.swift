@@ -257,6 +257,28 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(kari).filter { $0.hasSuffix("@honorarium:2") } == ["notified:notified@honorarium:2"])
     }
 
+    /// Messages to and about people whose names are empty read as sentences: the new assignment of a coordinator
+    /// without a name said "? has given you…" (and " has given you…" for an empty one), the honorarium "Hei !",
+    /// the pause notice " tar en pause…".
+    @Test func messagesToAndAboutPeopleWithoutANameReadAsSentences() throws {
+        try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 1}"#)
+        let nameless = try f.mentor(org, "", lastActivityDaysAgo: 1)
+        let coordinator = try coordinator(" ", of: nameless)
+        try f.assignment(org, mentor: nameless, coordinator: coordinator, title: "Ring ny deltaker", dispatchedDaysAgo: 0)
+        try once()
+        let inbox = try f.inbox(nameless)
+        let assignment = try #require(inbox.first { $0.category == "new_assignment" })
+        #expect(assignment.body == "Du har fått et nytt oppdrag. Trykk her for å se det.")
+        let honorarium = try #require(inbox.first { $0.category == "honorarium" })
+        #expect(honorarium.body.hasPrefix("Hei! Med dette oppdraget har du fått 1 oppdrag"), "\(honorarium.body)")
+
+        try f.pause(nameless, startedDaysAgo: 0, endsDaysAgo: nil, reason: " ") // a reason of spaces is left out
+        try once()
+        let notice = try #require(try f.inbox(coordinator).first { $0.category == "availability_change" })
+        #expect(notice.title.hasPrefix("(uten navn) "), "\(notice.title)")
+        #expect(notice.body == "(uten navn) har satt seg på pause inntil videre.", "\(notice.body)")
+    }
+
     @Test func aNewAssignmentReachesTheMentorAndTheNthOneTellsOfTheHonorarium() throws {
         try f.rule(org, scenario: "honorarium", enabled: true, settings: #"{"assignment_count": 3}"#)
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, locale: "en")

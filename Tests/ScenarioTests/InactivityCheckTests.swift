@@ -200,6 +200,19 @@ import TestSupport
         #expect(try f.inbox(fromEnglishOrg).first?.title == "Anything to log?")
     }
 
+    /// A mentor whose name is empty (the app stores what it is given) is greeted without one: "Hei!" ("Hei !"
+    /// before), in both shipped languages.
+    @Test func aMentorWithoutANameIsGreetedWithoutOne() throws {
+        let org = try f.organization("Org", locale: "nb")
+        let nameless = try f.mentor(org, "", lastActivityDaysAgo: 20, locale: "nb-NO")
+        let spaces = try f.mentor(org, "  ", lastActivityDaysAgo: 20, locale: "en")
+        _ = try run()
+        let nb = try #require(try f.inbox(nameless).first?.body)
+        #expect(nb.hasPrefix("Hei! Det er 20 dager siden du sist registrerte"), "\(nb)")
+        let en = try #require(try f.inbox(spaces).first?.body)
+        #expect(en.hasPrefix("Hi! It's been 20 days"), "\(en)")
+    }
+
     /// The threshold is counted in days on the mentor's clock: last active at 14:00 on June 1st (Oslo), a mentor
     /// is 14 days inactive all through June 15th, and that morning's run reminds (in 24-hour periods it found 13
     /// days and 20 hours: a day late). Last active at 01:00 on June 2nd, 13 days: not yet.

@@ -52,6 +52,14 @@ import TestSupport
         #expect(try f.decisionsWithSubjects(linda) == ["notified:notified@day:2026-06-15"])
     }
 
+    /// A mentor whose name is empty is named "(uten navn)": the digest said " har ikke bekreftet…".
+    @Test func aMentorWithoutANameIsSaidToHaveNone() throws {
+        let linda = try coordinator("Linda", overdue: [("", "Ring ny deltaker", 12)])
+        _ = try run()
+        let inbox = try #require(try f.inbox(linda).first)
+        #expect(inbox.body == "(uten navn) har ikke bekreftet oppdraget «Ring ny deltaker» etter 10 dager. Trykk for å følge opp.")
+    }
+
     /// An organization administrator who coordinates mentors (scope rows) or dispatched a case is told as a
     /// coordinator is: they got no digest, and no decision said why.
     @Test func anOrganizationAdministratorWhoCoordinatesGetsTheDigest() throws {

@@ -127,6 +127,18 @@ import TestSupport
         #expect(unchecked.render(TemplateValues(["name": "Kari"])) == "Hei ")
     }
 
+    /// An empty text (or one of spaces) is false to a section, so the shipped greeting leaves out a name that
+    /// is empty: "Hi!", not "Hi !". Spaces around a value are left out.
+    @Test func anEmptyTextIsFalseToASection() throws {
+        let variables = [TemplateVariable(name: "name", kind: .text)]
+        let template = try TemplateCheck.checked("Hi{{#name}} {{name}}{{/name}}!{{^name}} (no name){{/name}}", variables: variables, part: "body")
+        #expect(template.render(TemplateValues(["name": ""])) == "Hi! (no name)")
+        #expect(template.render(TemplateValues(["name": " \t "])) == "Hi! (no name)")
+        #expect(template.render(TemplateValues(["name": " Kari "])) == "Hi Kari!")
+        #expect(UnnamedPerson.shown(" ", in: .english) == "(no name)")
+        #expect(UnnamedPerson.shown("Ola", in: .norwegianBokmal) == "Ola")
+    }
+
     @Test func theRendererFindsAnUnknownNameInASectionEitherWay() throws {
         let variables = [TemplateVariable(name: "name", kind: .text), TemplateVariable(name: "never_active", kind: .flag)]
         #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{^never_active}}{{dayz}}{{/never_active}}", variables: variables, part: "body") }
