@@ -115,3 +115,91 @@ enum HTTPDate {
         return formatter.string(from: date)
     }
 }
+
+/// A fault as `fake-push --fault` takes it: `NAME[=VALUE][*COUNT][@PROVIDER]`, e.g. `503=120*5@apns` (the next
+/// five APNs requests answered 503 with `Retry-After: 120`), `429*3@fcm`, `slow=2`, `goaway`. COUNT is 1 by default.
+public struct FaultSpec: Sendable, Equatable {
+    public var fault: Fault
+    public var count: Int
+    public var provider: Provider?
+
+    public init(fault: Fault, count: Int = 1, provider: Provider? = nil) {
+        self.fault = fault
+        self.count = count
+        self.provider = provider
+    }
+
+    /// The names `parse` knows, with what their value is, for messages and `--help`.
+    public static let names = [
+        "500", "503[=retry-after seconds]", "429[=retry-after seconds]", "413", "expired-provider-token", "invalid-provider-token",
+        "fcm-third-party-auth", "slow=<seconds>", "drop-connection", "goaway", "shutdown", "oauth-invalid-grant",
+        "oauth-server-error", "oauth-internal-failure", "oauth-malformed-access-token", "proxy-error-page[=bytes]",
+    ]
+
+    public struct Problem: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func parse(_ text: String) throws -> FaultSpec {
+        var rest = Substring(text)
+        var provider: Provider?
+        if let at = rest.lastIndex(of: "@") {
+            let name = rest[rest.index(after: at)...]
+            guard let named = Provider(rawValue: String(name)), named != .unknown else {
+                throw Problem(description: "\(text): @\(name) is not a provider (apns, fcm or oauth)")
+            }
+            provider = named
+            rest = rest[..<at]
+        }
+        var count = 1
+        if let star = rest.lastIndex(of: "*") {
+            guard let number = Int(rest[rest.index(after: star)...]), (1...1_000_000).contains(number) else {
+                throw Problem(description: "\(text): the count after * must be a number from 1 to 1000000")
+            }
+            count = number
+            rest = rest[..<star]
+        }
+        var value: Substring?
+        if let equals = rest.firstIndex(of: "=") {
+            value = rest[rest.index(after: equals)...]
+            rest = rest[..<equals]
+        }
+        func number(_ range: ClosedRange<Int>, _ what: String) throws -> Int? {
+            guard let value else { return nil }
+            guard let number = Int(value), range.contains(number) else {
+                throw Problem(description: "\(text): \(rest)'s value must be \(what) from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        func none(_ fault: Fault) throws -> Fault {
+            guard value == nil else { throw Problem(description: "\(text): \(rest) takes no value") }
+            return fault
+        }
+        let fault: Fault
+        switch rest {
+        case "500": fault = try none(.status500)
+        case "503": fault = .status503(retryAfter: try number(0...86_400, "seconds"))
+        case "429": fault = .tooManyRequests(retryAfter: try number(0...86_400, "seconds"))
+        case "413": fault = try none(.payloadTooLarge)
+        case "expired-provider-token": fault = try none(.expiredProviderToken)
+        case "invalid-provider-token": fault = try none(.invalidProviderToken)
+        case "fcm-third-party-auth": fault = try none(.fcmThirdPartyAuth)
+        case "slow":
+            guard let seconds = value.flatMap({ Double($0) }), seconds.isFinite, (0...600).contains(seconds) else {
+                throw Problem(description: "\(text): slow needs =<seconds>, from 0 to 600")
+            }
+            fault = .slow(seconds: seconds)
+        case "drop-connection": fault = try none(.dropConnection)
+        case "goaway": fault = try none(.goaway)
+        case "shutdown": fault = try none(.shutdown)
+        case "oauth-invalid-grant": fault = try none(.oauthInvalidGrant)
+        case "oauth-server-error": fault = try none(.oauthServerError)
+        case "oauth-internal-failure": fault = try none(.oauthInternalFailure)
+        case "oauth-malformed-access-token": fault = try none(.oauthMalformedAccessToken)
+        case "proxy-error-page": fault = .proxyErrorPage(bytes: try number(0...10_000_000, "bytes") ?? 1024)
+        default:
+            throw Problem(description: "\(text): \(rest.isEmpty ? "no fault named" : "\(rest) is not a fault") (faults: \(names.joined(separator: ", ")))")
+        }
+        return FaultSpec(fault: fault, count: count, provider: provider)
+    }
+}

@@ -169,6 +169,7 @@ public final class Connection {
 
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws. Inside a
     /// transaction already open on this connection, `body` simply joins it (the outer one decides).
+    @discardableResult
     public func transaction<T>(_ mode: TransactionMode = .readWrite, _ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
         try execute(mode.begin)

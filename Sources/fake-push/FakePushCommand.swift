@@ -38,6 +38,10 @@ struct FakePushCommand: ParsableCommand {
     var initialStreams = "1"
     @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
     var printPushes = false
+    @Option(name: .customLong("fault"), help: ArgumentHelp(
+        "Answer the next requests with a provider's failure, in the order given (repeatable): NAME[=VALUE][*COUNT][@PROVIDER], e.g. 503=120*5@apns, 429*3@fcm, slow=2, goaway. Faults: \(FaultSpec.names.joined(separator: ", ")). Without @, a fault hits the providers it is for (status codes: APNs and FCM sends).",
+        valueName: "fault"))
+    var faults: [String] = []
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be from 0 to 65535 (0 picks a free one)") }
@@ -46,6 +50,9 @@ struct FakePushCommand: ParsableCommand {
         guard (0...86_400).contains(oauthTokenLifetime) else { throw ValidationError("--oauth-token-lifetime must be from 0 to 86400 seconds") }
         guard initialStreams == "widest" || Int(initialStreams).map({ (1...10_000).contains($0) }) == true else {
             throw ValidationError("--initial-streams must be a number from 1 to 10000, or widest")
+        }
+        for fault in faults {
+            do { _ = try FaultSpec.parse(fault) } catch { throw ValidationError("--fault \(error)") }
         }
     }
 
@@ -65,6 +72,10 @@ struct FakePushCommand: ParsableCommand {
             FileHandle.standardError.write(Data("fake-push: \(error)\n".utf8))
             if case .bindFailed = error { throw ExitCode(69) }
             throw ExitCode(78)
+        }
+        for fault in faults {
+            let spec = try FaultSpec.parse(fault) // checked in `validate`
+            server.inject(spec.fault, count: spec.count, provider: spec.provider)
         }
         FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
 
