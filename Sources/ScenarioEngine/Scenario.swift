@@ -119,6 +119,9 @@ public struct SuppressionReason: Sendable, Hashable, CustomStringConvertible {
 
     /// Another run stored the same dedupe key first (or earlier).
     public static let alreadyNotified = SuppressionReason("already_notified")
+    /// The candidate's rows hold what cannot be (a date of `-infinity`): nothing is decided for them; the run
+    /// exits 65 and the decision's detail names the column to fix.
+    public static let invalidData = SuppressionReason("invalid_data")
 }
 
 /// The reasons a notified decision is stored with.

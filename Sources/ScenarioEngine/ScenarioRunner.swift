@@ -100,6 +100,9 @@ public struct ScenarioRunner<S: Scenario> {
                 try decideEach(query, rules: rules, on: reader, now: now) { recipient, subject, decision, rule in
                     if recorder != nil && StopRequest.shared.isRequested { throw Stopped() }
                     summary.noteUnknownTimeZone(of: recipient, logger: logger)
+                    if case .suppress(.invalidData, let detail) = decision {
+                        logger.warning("user \(recipient.userID.lowercasedString): \(detail)")
+                    }
                     summary.count(decision)
                     if let printer {
                         printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision)
@@ -121,6 +124,9 @@ public struct ScenarioRunner<S: Scenario> {
         }
         if summary.unknownTimeZones > 0 {
             run.degrade(.dataError, "\(summary.unknownTimeZones) user(s) with an unknown time zone: their organization's was used (see the log)")
+        }
+        if let invalid = summary.suppressed[.invalidData] {
+            run.degrade(.dataError, "\(invalid) candidate(s) with impossible data in their rows \(options.dryRun ? "would be" : "were") skipped (see the log)")
         }
         Output.flush() // the plan first, then the log line about it
         logger.info("\(summary.sentence)")

@@ -46,7 +46,9 @@ public struct InactivityCheck: Scenario {
         // The index users_inactivity_idx drives this: per organization, a range scan over the mentors
         // quiet since before the threshold. Pauses and earlier reminders only narrow that range.
         return """
-            SELECT u.id AS user_id, 'stretch:' || floor(extract(epoch FROM s.stretch_start))::bigint AS subject,
+            SELECT u.id AS user_id,
+                   'stretch:' || CASE WHEN isfinite(s.stretch_start) THEN floor(extract(epoch FROM s.stretch_start))::bigint::text
+                                      ELSE s.stretch_start::text END AS subject,
                    u.last_activity_logged_at AS last_activity, u.joined_at, lift.lifted_at, s.stretch_start,
                    \(CurrentPause.columns), reminder.reminded_at
               FROM unnest(\(organizations)::uuid[], \(thresholds)::int[]) AS r(organization_id, threshold_days)
@@ -81,6 +83,12 @@ public struct InactivityCheck: Scenario {
         let thresholdDays = rule.settings.thresholdDays
         if let pause = candidate.pause { return .suppress(.paused, detail: pause.detail(in: zone)) }
         let stretchStart = candidate.stretchStart
+        // `-infinity` (the app wrote it; 0047 refuses it since): no count of days means anything. The query stopped
+        // the whole job on it (exit 70, nobody reminded).
+        if stretchStart == .distantPast {
+            let column = candidate.lastActivity == .distantPast ? "last_activity_logged_at" : "joined_at"
+            return .suppress(.invalidData, detail: "users.\(column) is -infinity: no inactivity can be counted from it; skipped until the row is fixed")
+        }
         var anchor = stretchStart
         if let reminded = candidate.remindedAt, reminded >= stretchStart {
             guard ElapsedDays.between(reminded, now, zone: zone) >= thresholdDays else {

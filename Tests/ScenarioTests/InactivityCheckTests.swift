@@ -200,6 +200,37 @@ import TestSupport
         #expect(try f.inbox(fromEnglishOrg).first?.title == "Anything to log?")
     }
 
+    /// A user row with a date of `-infinity` (written before 0047, which refuses it now) stopped the whole job:
+    /// "cannot convert infinity to bigint", exit 70, nobody in any organization reminded. It is skipped with the
+    /// decision `invalid_data` naming the column, the others are reminded, and the run exits 65.
+    @Test func aUserWithADateOfMinusInfinityIsSkippedAndTheOthersReminded() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: nil)
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 20)
+        // Written before 0047.
+        try f.connection.execute("ALTER TABLE users DISABLE TRIGGER users_dates_finite")
+        try f.connection.execute("UPDATE users SET joined_at = '-infinity' WHERE id = \(ola)")
+        try f.connection.execute("UPDATE users SET last_activity_logged_at = '-infinity' WHERE id = \(per)")
+        try f.connection.execute("ALTER TABLE users ENABLE TRIGGER users_dates_finite")
+
+        let plan = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"])
+        #expect(plan.status == 65, "\(plan.stderr)")
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("user \(ola.uuidString.lowercased()): users.joined_at is -infinity"), "\(result.stderr)")
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.inbox(ola).isEmpty && f.inbox(per).isEmpty)
+        #expect(try f.decisions(ola) == ["suppressed:invalid_data"])
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(per)").first!.decode(0)
+        #expect(detail.contains("users.last_activity_logged_at is -infinity"), "\(detail)")
+        #expect(result.summary?["suppressed"] as? [String: Int] == ["invalid_data": 2], "\(result.stdout)")
+
+        // A new write of it is refused.
+        #expect(throws: (any Error).self) { try f.connection.execute("UPDATE users SET last_activity_logged_at = 'infinity' WHERE id = \(kari)") }
+        try f.connection.execute("UPDATE users SET display_name = 'Ola N.' WHERE id = \(ola)") // the row's other columns still change
+    }
+
     /// A mentor whose name is empty (the app stores what it is given) is greeted without one: "Hei!" ("Hei !"
     /// before), in both shipped languages.
     @Test func aMentorWithoutANameIsGreetedWithoutOne() throws {
