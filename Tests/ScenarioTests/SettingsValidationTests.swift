@@ -39,6 +39,26 @@ import TestSupport
         #expect(try f.count("organization_scenario_rules") == 0)
     }
 
+    /// The defaults set every setting of their scenario (0048): `{}` for inactivity was stored, and every
+    /// organization without a value of its own was then skipped (78), each blamed for a row it did not have.
+    @Test func defaultsWithoutOneOfTheirSettingsAreRefused() throws {
+        for (scenario, settings, message) in [
+            ("inactivity", "{}", "scenario_defaults: inactivity.threshold_days missing: the defaults must set every setting of inactivity"),
+            ("milestone", #"{"milestones": [5]}"#, "milestone.max_age_days missing"),
+        ] {
+            do {
+                try f.connection.execute("UPDATE scenario_defaults SET settings = \(settings)::jsonb WHERE scenario = \(scenario)")
+                Issue.record("\(scenario) defaults \(settings) were stored")
+            } catch let error as PostgresError {
+                #expect(error.sqlState == "23514")
+                #expect("\(error)".contains(message), "\(error)")
+            }
+        }
+        try f.connection.execute("UPDATE scenario_defaults SET settings = '{\"threshold_days\": 21}' WHERE scenario = 'inactivity'")
+        let result = try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
     @Test func validRulesAreStored() throws {
         try f.rule(org, settings: #"{"threshold_days": 7}"#)
         try f.rule(org, scenario: "milestone", settings: #"{"milestones": [10, 20], "max_age_days": 30}"#)
