@@ -180,8 +180,9 @@ public struct TemplateVariable: Sendable {
     }
 }
 
-/// Checks a template with the renderer itself: it parses, and rendering it with sample values (every flag
-/// on, then every flag off and every optional value absent) names only the scenario's variables.
+/// Checks a template with the renderer itself: it parses, rendering it with sample values (every flag on,
+/// then every flag off and every optional value absent) names only the scenario's variables, and with every
+/// value there it says something, flags on and off.
 public enum TemplateCheck {
     public struct Problem: Error {
         public var message: String
@@ -207,6 +208,14 @@ public enum TemplateCheck {
             _ = template.render(probe)
             if let unknown = probe.allAsked.subtracting(known).sorted().first {
                 throw Problem(message: "\(part): {{\(unknown)}} is not a variable (its variables: \(known.sorted().joined(separator: ", ")))")
+            }
+        }
+        // Every value there, every flag on, then off: a text that still says nothing (all of it in sections) sent
+        // blank pushes and inbox rows.
+        for flags in [true, false] {
+            let rendered = template.render(Probe(sample(variables, present: true, flags: flags)))
+            if rendered.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                throw Problem(message: "\(part): says nothing with every flag \(flags ? "on" : "off") (all of it is in sections)")
             }
         }
         return template
@@ -235,19 +244,20 @@ public enum TemplateCheck {
     }
 
     /// Sample values: texts, numbers, flags, and a list of two items for a list variable.
-    static func sample(_ variables: [TemplateVariable], present: Bool) -> [String: Any] {
+    static func sample(_ variables: [TemplateVariable], present: Bool, flags: Bool? = nil) -> [String: Any] {
+        let flags = flags ?? present
         var values: [String: Any] = [:]
         let items = variables.filter { $0.kind == .item }
         for variable in variables {
             switch variable.kind {
             case .text: if present { values[variable.name] = "sample" }
             case .number: if present { values[variable.name] = 2 }
-            case .flag: values[variable.name] = present
+            case .flag: values[variable.name] = flags
             case .item: break
             case .list:
                 values[variable.name] = (0..<2).map { index -> Probe in
                     var item: [String: Any] = [:]
-                    for flag in items { item[flag.name] = (index == 0) == present }
+                    for flag in items { item[flag.name] = (index == 0) == flags }
                     return Probe(item)
                 }
             }

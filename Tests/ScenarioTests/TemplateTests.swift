@@ -79,6 +79,32 @@ import TestSupport
         #expect(try f.count("message_templates") == 16, "nothing saved")
     }
 
+    /// A text that says nothing was stored and sent: a title of spaces, or one all in sections
+    /// (`{{#never_active}}{{/never_active}}`), made pushes and inbox rows with an empty title.
+    @Test func aTextThatSaysNothingIsRefused() throws {
+        for (title, body, message) in [("   ", "x", "title: is blank"), ("ok", " \n\t", "body: is blank")] {
+            do {
+                try template("nb", title: title, body: body, organization: org)
+                Issue.record("\(title.debugDescription) / \(body.debugDescription) was saved")
+            } catch let error as PostgresError {
+                #expect(error.description.contains("message template inactivity/nb: \(message)"), "\(error)")
+            }
+        }
+        // All in sections: the database cannot render it; the jobs' check does, for its organization only.
+        try template("nb", title: "{{#never_active}}{{/never_active}}", body: "{{^never_active}} {{/never_active}}", organization: org)
+        let other = try f.organization("Other")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let ola = try f.mentor(other, "Ola", lastActivityDaysAgo: 20)
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("message template inactivity/nb: title: says nothing with every flag on"), "\(result.stderr)")
+        #expect(try f.inbox(kari).isEmpty)
+        #expect(try f.inbox(ola).count == 1, "the other organization is notified")
+        let validate = try Jobs.run("rules", ["--validate"], database: db)
+        #expect(validate.status == 78)
+        #expect(validate.stdout.contains("says nothing with every flag"), "\(validate.stdout)")
+    }
+
     @Test func aTemplateSavedBeforeTheCheckIsRefusedByTheJobForItsOrganizationOnly() throws {
         try f.connection.execute("ALTER TABLE message_templates DISABLE TRIGGER message_templates_valid")
         try template("nb", title: "Hei {{#name}}", body: "x", organization: org)
@@ -143,7 +169,7 @@ import TestSupport
         let variables = [TemplateVariable(name: "name", kind: .text), TemplateVariable(name: "never_active", kind: .flag)]
         #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{^never_active}}{{dayz}}{{/never_active}}", variables: variables, part: "body") }
         #expect(throws: TemplateCheck.Problem.self) { try TemplateCheck.checked("{{#never_active}}{{nam}}{{/never_active}}", variables: variables, part: "body") }
-        let template = try TemplateCheck.checked("{{#never_active}}Hei {{name}}{{/never_active}}", variables: variables, part: "body")
+        let template = try TemplateCheck.checked("{{#never_active}}Hei {{name}}{{/never_active}}{{^never_active}}Hallo{{/never_active}}", variables: variables, part: "body")
         #expect(template.render(["name": "<b>&{{x}}", "never_active": true]) == "Hei <b>&{{x}}", "text: no HTML escaping, no re-parsing")
     }
 }
