@@ -155,6 +155,10 @@ public struct RulesCommand: ParsableCommand {
         var byScenario: [(String, [(String, String)])] = []
         for proposal in proposals {
             let (scenario, key, value) = try Self.parse(proposal)
+            // Given twice, one value would be dropped without a word (and the header showed both, as JSON no tool reads).
+            if byScenario.contains(where: { $0.0 == scenario && $0.1.contains { $0.0 == key } }) {
+                throw JobFailure(.usage, "--set \(scenario).\(key) is given twice: give each setting once")
+            }
             if let index = byScenario.firstIndex(where: { $0.0 == scenario }) { byScenario[index].1.append((key, value)) }
             else { byScenario.append((scenario, [(key, value)])) }
         }

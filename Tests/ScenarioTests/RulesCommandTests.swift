@@ -156,6 +156,8 @@ import TestSupport
         // jsonb refuses a NUL: it ended the what-if as a bug (70).
         (["--dry-run", "--set", #"inactivity.threshold_days="\u0000""#], "holds a NUL character"),
         (["--dry-run", "--set", #"inactivity.threshold_days={"a":["\u0000"]}"#], "holds a NUL character"),
+        // The last one was used, the header showed both, and a first value of 0 was not refused.
+        (["--dry-run", "--set", "inactivity.threshold_days=0", "--set", "inactivity.threshold_days=300"], "--set inactivity.threshold_days is given twice"),
     ])
     func aBadProposalExits64(arguments: [String], message: String) throws {
         let result = try Jobs.run("rules", arguments, database: db)
