@@ -252,7 +252,7 @@ extension EventScenario {
         for (recipient, subject, decision, organization) in decided {
             summary.noteUnknownTimeZone(of: recipient, logger: logger)
             summary.count(decision)
-            printer?.print(recipient, organization: organization, subject: subject, decision: decision)
+            if printer?.print(recipient, organization: organization, subject: subject, decision: decision) == true { summary.capped += 1 }
         }
         guard printer == nil, let runID else { return }
         var recorder = DecisionRecorder(connection: connection, scenario: key, category: category, runID: runID, asOf: now, batchSize: .max)

@@ -28,8 +28,12 @@ public struct PlanPrinter {
         var lateAt: Date?
     }
 
-    func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) {
+    /// Prints one decision as the run would record it; returns whether its push is over the daily cap (the run's
+    /// summary counts those as `capped`; the dry run's did not).
+    @discardableResult
+    func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) -> Bool {
         var decision = decision
+        var capped = false
         if case .notify(var draft) = decision {
             if !planned.keys.insert(draft.dedupeKey).inserted {
                 decision = .suppress(.alreadyNotified, detail: draft.sameAsAnother)
@@ -37,7 +41,7 @@ public struct PlanPrinter {
                 if let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
                     let key = "\(recipient.userID) \(slot.localDay)"
                     let now = taken + planned.slots[key, default: 0]
-                    if now < slot.cap { planned.slots[key, default: 0] += 1 }
+                    if now < slot.cap { planned.slots[key, default: 0] += 1 } else { capped = true }
                     draft.dailySlot?.takenWhenPlanned = now
                 }
                 // A catch-up run decides as of then, but its pushes go now, late, and wait out the recipient's quiet
@@ -53,6 +57,7 @@ public struct PlanPrinter {
         case .text: printText(recipient, organization: organization, subject: subject, decision: decision)
         case .json: emit(json(recipient, organization: organization, subject: subject, decision: decision))
         }
+        return capped
     }
 
     /// An organization left out of this run because it is not due yet.

@@ -105,7 +105,7 @@ public struct ScenarioRunner<S: Scenario> {
                     }
                     summary.count(decision)
                     if let printer {
-                        printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision)
+                        if printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision) { summary.capped += 1 }
                     } else {
                         try recorder?.add(recipient, subject: subject, decision, into: &summary)
                     }

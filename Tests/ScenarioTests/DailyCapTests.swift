@@ -53,6 +53,10 @@ import TestSupport
         try run("assignment-follow-up")
         let plan = try run("inactivity-check", ["--dry-run"])
         #expect(plan.stdout.contains("daily cap 1 reached (1 today): CAPPED"), "\(plan.stdout)")
+        // The plan's summary counts it as the run's does (it said nothing of it).
+        #expect(plan.stdout.contains("; 1 over the daily cap (inbox only)"), "\(plan.stdout)")
+        let json = try run("inactivity-check", ["--dry-run", "--format", "json"])
+        #expect(json.summary?["capped"] as? Int == 1, "\(json.stdout)")
         let result = try run("inactivity-check")
         #expect(result.summary?["capped"] as? Int == 1, "\(result.stdout)")
         #expect(try f.inbox(kari).map(\.category).sorted() == ["assignment_follow_up", "inactivity"], "both in the inbox")
