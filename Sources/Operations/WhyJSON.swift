@@ -16,6 +16,10 @@ public enum WhyJSON {
         u.add("organization", user.organizationName)
         u.add("locale", user.locale ?? user.organizationLocale)
         u.add("time_zone", user.timeZone ?? user.organizationTimeZone)
+        if !user.timeZoneKnown || !user.organizationTimeZoneKnown {
+            u.add("time_zone_known", user.timeZoneKnown && (user.timeZone != nil || user.organizationTimeZoneKnown))
+            if !user.organizationTimeZoneKnown { u.add("organization_time_zone_known", false) }
+        }
         u.add("joined_at", date: user.joinedAt)
         u.add("deactivated_at", date: user.deactivatedAt)
         u.add("last_activity_logged_at", date: user.lastActivityAt)

@@ -22,6 +22,10 @@ public struct WhyReport {
         public var joinedAt: Date
         public var deactivatedAt: Date?
         public var lastActivityAt: Date?
+        /// Whether the zones are ones the jobs know (`time_zone_names`, 0016): a row written before may name
+        /// another. The user's unknown: the jobs use the organization's (65); the organization's: they skip it (78).
+        public var timeZoneKnown = true
+        public var organizationTimeZoneKnown = true
     }
 
     /// The user's `push_notification_configs` row; nil: no row, everything on.
@@ -199,7 +203,9 @@ extension WhyReport {
     public static func load(_ connection: Connection, userID: UUID, scenario: String?, since: Date?) throws -> WhyReport {
         guard let row = try connection.query("""
             SELECT u.id, u.display_name, u.role, o.id, o.name, u.locale, o.default_locale, u.time_zone, o.time_zone,
-                   u.joined_at, u.deactivated_at, u.last_activity_logged_at
+                   u.joined_at, u.deactivated_at, u.last_activity_logged_at,
+                   u.time_zone IS NULL OR EXISTS (SELECT FROM time_zone_names z WHERE z.name = u.time_zone),
+                   EXISTS (SELECT FROM time_zone_names z WHERE z.name = o.time_zone)
               FROM users u JOIN organizations o ON o.id = u.organization_id
              WHERE u.id = \(userID)
             """).first else {
@@ -208,7 +214,8 @@ extension WhyReport {
         let user = User(id: try row.decode(0), name: try row.decode(1), role: try row.decode(2), organizationID: try row.decode(3),
                         organizationName: try row.decode(4), locale: try row.decode(5), organizationLocale: try row.decode(6),
                         timeZone: try row.decode(7), organizationTimeZone: try row.decode(8), joinedAt: try row.decode(9),
-                        deactivatedAt: try row.decode(10), lastActivityAt: try row.decode(11))
+                        deactivatedAt: try row.decode(10), lastActivityAt: try row.decode(11),
+                        timeZoneKnown: try row.decode(12), organizationTimeZoneKnown: try row.decode(13))
         if let scenario {
             let known: [String] = try connection.query("SELECT scenario FROM scenario_defaults ORDER BY scenario").map { try $0.decode(0) }
             guard known.contains(scenario) else {

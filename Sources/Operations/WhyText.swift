@@ -15,6 +15,13 @@ public enum WhyText {
 
         line("why \(user.id.lowercasedString): \(user.name), \(user.role) in \(JSONWriter.string(user.organizationName)) (organization \(user.organizationID.lowercasedString))")
         line("  language \(user.locale ?? user.organizationLocale)\(user.locale == nil ? " (the organization's default)" : ""), time zone \(user.timeZone ?? user.organizationTimeZone)\(user.timeZone == nil ? " (the organization's)" : "")")
+        // A zone the jobs do not know (a row written before 0016): what they do instead, as the policy line shows it.
+        if !user.organizationTimeZoneKnown {
+            line("  UNKNOWN TIME ZONE \(user.organizationTimeZone) of the organization: the scheduled jobs skip the organization (exit 78) and event-notify sets its events aside; fix organizations.time_zone (an IANA name such as Europe/Oslo)")
+        }
+        if let zone = user.timeZone, !user.timeZoneKnown {
+            line("  UNKNOWN TIME ZONE \(zone): the jobs use \(report.deliveryPolicy.timeZone) instead and exit 65; fix users.time_zone (an IANA name such as Europe/Oslo)")
+        }
         line("  joined \(time(user.joinedAt)); last activity logged \(user.lastActivityAt.map(time) ?? "never")")
         if let left = user.deactivatedAt { line("  DEACTIVATED \(time(left)): no scenario considers them any more") }
         line("  showing \(report.scenario.map { "scenario \($0)" } ?? "every scenario"), \(report.since.map { "since \(time($0))" } ?? "all time")")

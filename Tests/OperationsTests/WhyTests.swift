@@ -71,6 +71,31 @@ import TestSupport
 
     /// The delivery policy in force, with whose each part is: the organization's quiet hours, the user's own
     /// lower cap, the critical categories, and the channels that are not push and inbox.
+    /// A time zone the jobs do not know (a row written before 0016 refused them) is said, with what the jobs do
+    /// instead: the header showed "time zone Mars/Olympus" and the policy line Europe/Oslo, without a word.
+    @Test func anUnknownTimeZoneIsSaidWithWhatTheJobsDoInstead() throws {
+        let org = try f.organization("Org")
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        let other = try f.organization("Other")
+        let ola = try f.mentor(other, "Ola", lastActivityDaysAgo: 20)
+        try f.connection.execute("ALTER TABLE users DROP CONSTRAINT users_time_zone_known")
+        try f.connection.execute("ALTER TABLE organizations DROP CONSTRAINT organizations_time_zone_known")
+        try f.connection.execute("UPDATE users SET time_zone = 'Mars/Olympus' WHERE id = \(kari)")
+        try f.connection.execute("UPDATE organizations SET time_zone = 'Europe/Osloo' WHERE id = \(other)")
+        let text = try why([kari.uuidString])
+        #expect(text.status == 0, "stderr: \(text.stderr)")
+        #expect(text.stdout.contains("UNKNOWN TIME ZONE Mars/Olympus: the jobs use Europe/Oslo instead and exit 65; fix users.time_zone"), "\(text.stdout)")
+        let orgText = try why([ola.uuidString])
+        #expect(orgText.stdout.contains("UNKNOWN TIME ZONE Europe/Osloo of the organization: the scheduled jobs skip the organization (exit 78)"), "\(orgText.stdout)")
+        let json = try why([kari.uuidString, "--format", "json"])
+        let first = try #require(json.stdout.split(separator: "\n").first)
+        let user = try #require((try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])?["user"] as? [String: Any])
+        #expect(user["time_zone_known"] as? Bool == false, "\(first)")
+        // Said only when it is so.
+        let plain = try why([try f.mentor(org, "Per", lastActivityDaysAgo: 20).uuidString])
+        #expect(!plain.stdout.contains("UNKNOWN"), "\(plain.stdout)")
+    }
+
     @Test func theDeliveryPolicyInForceIsShownWithWhoseItIs() throws {
         let org = try f.organization("Org")
         try f.connection.execute("""
