@@ -229,6 +229,8 @@ import TestSupport
         // A new write of it is refused.
         #expect(throws: (any Error).self) { try f.connection.execute("UPDATE users SET last_activity_logged_at = 'infinity' WHERE id = \(kari)") }
         try f.connection.execute("UPDATE users SET display_name = 'Ola N.' WHERE id = \(ola)") // the row's other columns still change
+        try f.activity(ola, daysAgo: 1) // and an activity logged moves last_activity_logged_at (the trigger refused it)
+        #expect(try f.count("activities") == 3)
     }
 
     /// A mentor whose name is empty (the app stores what it is given) is greeted without one: "Hei!" ("Hei !"
