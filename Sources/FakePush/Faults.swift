@@ -200,6 +200,14 @@ public struct FaultSpec: Sendable, Equatable {
         default:
             throw Problem(description: "\(text): \(rest.isEmpty ? "no fault named" : "\(rest) is not a fault") (faults: \(names.joined(separator: ", ")))")
         }
+        // Named for a provider that has no such answer, it would use up a request answered as usual.
+        if let provider {
+            let tokenEndpointOnly = fault.defaultProviders == [.oauth]
+            let sendOnly: [Fault] = [.payloadTooLarge, .expiredProviderToken, .invalidProviderToken, .fcmThirdPartyAuth]
+            if (tokenEndpointOnly && provider != .oauth) || (provider == .oauth && sendOnly.contains(fault)) {
+                throw Problem(description: "\(text): \(rest) is no answer of \(provider.rawValue)\(provider == .oauth ? " (the OAuth token endpoint)" : "")")
+            }
+        }
         return FaultSpec(fault: fault, count: count, provider: provider)
     }
 }

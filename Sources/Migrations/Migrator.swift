@@ -36,6 +36,9 @@ public struct Migrator {
             if let clash = found.first(where: { $0.version == version }) {
                 throw JobFailure(.config, "migrations \(clash.name) and \(file) share version \(version)")
             }
+            if let statement = TransactionControl.first(in: sql) {
+                throw JobFailure(.config, "migration \(file): its own \(statement) would end the transaction migrate runs it in (what came before it would stay if a later statement failed, and the migration would not be recorded): remove it; each migration is applied as one transaction")
+            }
             found.append(Migration(version: version, name: file, sql: sql, checksum: Migrator.checksum(sql)))
         }
         guard !found.isEmpty else { throw JobFailure(.config, "migrations folder \(directory.path): no NNNN_*.sql files") }

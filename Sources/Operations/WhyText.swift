@@ -19,7 +19,7 @@ public enum WhyText {
         if !user.organizationTimeZoneKnown {
             line("  UNKNOWN TIME ZONE \(user.organizationTimeZone) of the organization: the scheduled jobs skip the organization (exit 78) and event-notify sets its events aside; fix organizations.time_zone (an IANA name such as Europe/Oslo)")
         }
-        if let zone = user.timeZone, !user.timeZoneKnown {
+        if let zone = user.timeZone, !user.timeZoneKnown, user.organizationTimeZoneKnown { // else the organization is skipped
             line("  UNKNOWN TIME ZONE \(zone): the jobs use \(report.deliveryPolicy.timeZone) instead and exit 65; fix users.time_zone (an IANA name such as Europe/Oslo)")
         }
         line("  joined \(time(user.joinedAt)); last activity logged \(user.lastActivityAt.map(time) ?? "never")")

@@ -81,6 +81,25 @@ enum DailySlots {
              ORDER BY q.delivery_id
                FOR UPDATE OF q
             """)
+        return try read(users: userArray, days: dayArray, on: connection)
+    }
+
+    /// What the run would be given, read without locking anything: a dry run's count of the pushes over the cap
+    /// and of the waiting ones that would give theirs up (it counted every push over the cap, as if none would).
+    static func plan(_ requests: [Request], on connection: Connection) throws -> Allocation {
+        guard !requests.isEmpty else { return Allocation() }
+        var seen = Set<String>()
+        var users: [UUID] = []
+        var days: [String] = []
+        for request in requests where seen.insert(request.user.uuidString + request.slot.localDay).inserted {
+            users.append(request.user)
+            days.append(request.slot.localDay)
+        }
+        return allocate(requests, taken: try read(users: PostgresArray(users), days: PostgresArray(days), on: connection))
+    }
+
+    /// The slots taken on those users' days, and whether their pushes are still waiting.
+    private static func read(users userArray: PostgresArray<UUID>, days dayArray: PostgresArray<String>, on connection: Connection) throws -> [Taken] {
         // Waiting: every delivery still queued, never tried and never claimed (a claim leaves its lease
         // behind, even after it ran out: the push may have gone out).
         return try connection.query("""

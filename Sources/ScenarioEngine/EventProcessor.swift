@@ -249,11 +249,15 @@ extension EventScenario {
         try runner.decideEach(query, rules: rules, on: connection, now: now) { recipient, subject, decision, rule in
             decided.append((recipient, subject, decision, rule.organizationName))
         }
+        var slotsPlanned: [DailySlots.Request] = [] // a dry run's pushes that need a daily slot
         for (recipient, subject, decision, organization) in decided {
             summary.noteUnknownTimeZone(of: recipient, logger: logger)
             summary.count(decision)
-            if printer?.print(recipient, organization: organization, subject: subject, decision: decision) == true { summary.capped += 1 }
+            if let slot = printer?.print(recipient, organization: organization, subject: subject, decision: decision) {
+                slotsPlanned.append(DailySlots.Request(index: slotsPlanned.count, user: recipient.userID, slot: slot))
+            }
         }
+        try summary.countPlanned(slotsPlanned, on: connection)
         guard printer == nil, let runID else { return }
         var recorder = DecisionRecorder(connection: connection, scenario: key, category: category, runID: runID, asOf: now, batchSize: .max)
         for (recipient, subject, decision, _) in decided { try recorder.add(recipient, subject: subject, decision, into: &summary) }

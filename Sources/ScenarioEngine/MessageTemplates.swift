@@ -111,7 +111,7 @@ struct TemplateText: MustacheCustomRenderable {
     static func trimmed(_ text: String) -> String {
         guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
               first.properties.isWhitespace || last.properties.isWhitespace else { return text }
-        return text.trimmingCharacters(in: .whitespaces)
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
@@ -124,7 +124,7 @@ public enum UnnamedPerson {
     }
 
     /// Whether `name` is empty once the spaces around it are left out (a template renders it as nothing).
-    public static func isUnnamed(_ name: String) -> Bool { TemplateText.trimmed(name).isEmpty }
+    public static func isUnnamed(_ name: String) -> Bool { TemplateText.trimmed(OutsideText.flattened(name)).isEmpty }
 }
 
 /// Loads the templates of a scenario: the defaults, and each organization's overrides.
@@ -215,7 +215,8 @@ public enum TemplateCheck {
         for flags in [true, false] {
             let rendered = template.render(Probe(sample(variables, present: true, flags: flags)))
             if rendered.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-                throw Problem(message: "\(part): says nothing with every flag \(flags ? "on" : "off") (all of it is in sections)")
+                guard text.contains("{{") else { throw Problem(message: "\(part): is blank") }
+                throw Problem(message: "\(part): says nothing with every flag \(flags ? "on" : "off") (what it says is all in sections)")
             }
         }
         return template

@@ -28,12 +28,12 @@ public struct PlanPrinter {
         var lateAt: Date?
     }
 
-    /// Prints one decision as the run would record it; returns whether its push is over the daily cap (the run's
-    /// summary counts those as `capped`; the dry run's did not).
+    /// Prints one decision as the run would record it; returns the daily slot its push needs, if it needs one (the
+    /// caller counts, as the run would allocate them, the pushes over the cap: the dry run's summary said none).
     @discardableResult
-    func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) -> Bool {
+    func print(_ recipient: Recipient, organization: String, subject: String?, decision: Decision) -> DailySlot? {
         var decision = decision
-        var capped = false
+        var needs: DailySlot?
         if case .notify(var draft) = decision {
             if !planned.keys.insert(draft.dedupeKey).inserted {
                 decision = .suppress(.alreadyNotified, detail: draft.sameAsAnother)
@@ -41,9 +41,10 @@ public struct PlanPrinter {
                 if let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
                     let key = "\(recipient.userID) \(slot.localDay)"
                     let now = taken + planned.slots[key, default: 0]
-                    if now < slot.cap { planned.slots[key, default: 0] += 1 } else { capped = true }
+                    if now < slot.cap { planned.slots[key, default: 0] += 1 }
                     draft.dailySlot?.takenWhenPlanned = now
                 }
+                needs = draft.dailySlot
                 // A catch-up run decides as of then, but its pushes go now, late, and wait out the recipient's quiet
                 // hours of the real time (push-deliver's rule for a late push): said here too.
                 if draft.deliverAt == nil, !draft.critical, let lateAt = planned.lateAt {
@@ -57,7 +58,7 @@ public struct PlanPrinter {
         case .text: printText(recipient, organization: organization, subject: subject, decision: decision)
         case .json: emit(json(recipient, organization: organization, subject: subject, decision: decision))
         }
-        return capped
+        return needs
     }
 
     /// An organization left out of this run because it is not due yet.

@@ -95,6 +95,7 @@ public struct ScenarioRunner<S: Scenario> {
         }
 
         let started = ContinuousClock.now
+        var slotsPlanned: [DailySlots.Request] = [] // a dry run's pushes that need a daily slot
         do {
             try reader.transaction(.readOnly) {
                 try decideEach(query, rules: rules, on: reader, now: now) { recipient, subject, decision, rule in
@@ -105,7 +106,9 @@ public struct ScenarioRunner<S: Scenario> {
                     }
                     summary.count(decision)
                     if let printer {
-                        if printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision) { summary.capped += 1 }
+                        if let slot = printer.print(recipient, organization: rule.organizationName, subject: subject, decision: decision) {
+                            slotsPlanned.append(DailySlots.Request(index: slotsPlanned.count, user: recipient.userID, slot: slot))
+                        }
                     } else {
                         try recorder?.add(recipient, subject: subject, decision, into: &summary)
                     }
@@ -116,6 +119,7 @@ public struct ScenarioRunner<S: Scenario> {
             logger.notice("stopped by \(run.stoppedBy!) after \(summary.candidates) candidates; what was decided is recorded, the next run picks up the rest")
         }
         logger.debug("candidate query and decisions took \(ContinuousClock.now - started)")
+        try summary.countPlanned(slotsPlanned, on: reader)
         try recorder?.flush(into: &summary)
         printer?.footer(summary)
 

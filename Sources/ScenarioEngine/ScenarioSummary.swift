@@ -44,6 +44,16 @@ public struct ScenarioSummary: Sendable {
         logger.warning("user \(recipient.userID.lowercasedString): time_zone \(zone.debugDescription) is not a known time zone: its organization's (\(recipient.timeZone)) is used; fix the row in users (an IANA name such as Europe/Oslo)")
     }
 
+    /// A dry run's pushes over the daily cap and the waiting pushes they would displace, allocated as the run
+    /// would (its lines say CAPPED of every push over the cap, "unless a waiting push of lower priority gives up
+    /// its slot"; its summary said nothing of either).
+    mutating func countPlanned(_ requests: [DailySlots.Request], on connection: Connection) throws {
+        guard !requests.isEmpty else { return }
+        let allocation = try DailySlots.plan(requests, on: connection)
+        capped += requests.count - allocation.granted.count
+        displaced += allocation.displaced.count
+    }
+
     mutating func count(_ decision: Decision) {
         candidates += 1
         switch decision {

@@ -85,7 +85,8 @@ public struct InactivityCheck: Scenario {
         let stretchStart = candidate.stretchStart
         // `-infinity` (the app wrote it; 0047 refuses it since): no count of days means anything. The query stopped
         // the whole job on it (exit 70, nobody reminded).
-        if stretchStart == .distantPast {
+        // The stretch may start at a pause's lift all the same: the days since the last activity are counted too.
+        if (candidate.lastActivity ?? candidate.joinedAt) == .distantPast {
             let column = candidate.lastActivity == .distantPast ? "last_activity_logged_at" : "joined_at"
             return .suppress(.invalidData, detail: "users.\(column) is -infinity: no inactivity can be counted from it; skipped until the row is fixed")
         }

@@ -99,7 +99,7 @@ public struct OverdueDigest: Scenario {
         let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays, language: recipient.language))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
-        let named = zip(candidate.mentorNames, candidate.titles).map { "\($0) (\"\($1)\")" }.joined(separator: ", ")
+        let named = zip(candidate.mentorNames, candidate.titles).map { "\(UnnamedPerson.shown($0, in: .english)) (\"\($1)\")" }.joined(separator: ", ")
         var draft = NotificationDraft(
             title: message.title,
             body: message.body,

@@ -39,7 +39,7 @@ struct FakePushCommand: ParsableCommand {
     @Flag(name: .customLong("print"), help: "Print each accepted push as one line, like a phone would show it.")
     var printPushes = false
     @Option(name: .customLong("fault"), help: ArgumentHelp(
-        "Answer the next requests with a provider's failure, in the order given (repeatable): NAME[=VALUE][*COUNT][@PROVIDER], e.g. 503=120*5@apns, 429*3@fcm, slow=2, goaway. Faults: \(FaultSpec.names.joined(separator: ", ")). Without @, a fault hits the providers it is for (status codes: APNs and FCM sends).",
+        "Answer the next requests with a provider's failure (repeatable): NAME[=VALUE][*COUNT][@PROVIDER], e.g. 503=120*5@apns, 429*3@fcm, slow=2, goaway. Faults: \(FaultSpec.names.joined(separator: ", ")). Without @, a fault hits the providers it is for (status codes: APNs and FCM sends). Each request takes the oldest fault left for its provider.",
         valueName: "fault"))
     var faults: [String] = []
 

@@ -66,6 +66,9 @@ import TestSupport
         ("500@webpush", "@webpush is not a provider (apns, fcm or oauth)"),
         ("slow", "slow needs =<seconds>, from 0 to 600"),
         ("slow=nan", "slow needs =<seconds>, from 0 to 600"),
+        // They used up a request answered as usual.
+        ("oauth-invalid-grant@apns", "oauth-invalid-grant is no answer of apns"),
+        ("413@oauth", "413 is no answer of oauth (the OAuth token endpoint)"),
     ])
     func aMisspelledFaultIsABadFlag(text: String, message: String) throws {
         let result = try ProcessRunner.run(Paths.executable("fake-push"), ["--cert", "/nonexistent/cert.pem", "--key", "/nonexistent/key.pem", "--fault", text])

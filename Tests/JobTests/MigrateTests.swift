@@ -211,6 +211,21 @@ import TestSupport
         #expect(result.summary?["already_applied"] as? Int == shipped, "\(result.stdout)")
     }
 
+    /// A migration with its own COMMIT: migrate said "failed and was rolled back", but the part before the COMMIT
+    /// stayed (and the next migrate failed on it). Such a file is refused before anything is applied.
+    @Test func aMigrationThatWouldEndItsOwnTransactionIsRefusedBeforeAnythingRuns() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        let dir = try migrationsCopy()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent("0998_good.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE zz_test (id int);\nCOMMIT;\nSELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_commits.sql"), atomically: true, encoding: .utf8)
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("migration 0999_commits.sql: its own COMMIT would end the transaction migrate runs it in"), "\(result.stderr)")
+        let made: Int = try db.connect().query("SELECT count(*) FROM pg_class WHERE relname IN ('zz_test', 'done_first')").first!.decode(0)
+        #expect(made == 0, "nothing applied")
+    }
+
     @Test func theUpgradeToTheQueueTableMovesEveryOpenDeliveryAndNothingElse() throws {
         // A database at 0014, with deliveries in every state.
         let db = try databaseMigrated(before: "0015")

@@ -91,6 +91,11 @@ import TestSupport
         let first = try #require(json.stdout.split(separator: "\n").first)
         let user = try #require((try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])?["user"] as? [String: Any])
         #expect(user["time_zone_known"] as? Bool == false, "\(first)")
+        // Both unknown: the organization is skipped, so the user's zone is never used: not said to be.
+        let nils = try f.mentor(other, "Nils", lastActivityDaysAgo: 20)
+        try f.connection.execute("UPDATE users SET time_zone = 'Mars/Olympus' WHERE id = \(nils)")
+        let both = try why([nils.uuidString])
+        #expect(both.stdout.contains("UNKNOWN TIME ZONE Europe/Osloo of the organization") && !both.stdout.contains("UNKNOWN TIME ZONE Mars/Olympus"), "\(both.stdout)")
         // Said only when it is so.
         let plain = try why([try f.mentor(org, "Per", lastActivityDaysAgo: 20).uuidString])
         #expect(!plain.stdout.contains("UNKNOWN"), "\(plain.stdout)")

@@ -88,8 +88,12 @@ import TestSupport
         let kari = try mentorOfTwoScenarios("Kari")
         try run("inactivity-check")
         #expect(try pushes(kari) == ["inactivity:pending"])
+        // The plan's summary says what the run will do: displace the waiting push, not cap the follow-up.
+        let plan = try run("assignment-follow-up", ["--dry-run", "--format", "json"])
+        #expect(plan.summary?["capped"] == nil && plan.summary?["displaced"] as? Int == 1, "\(plan.stdout)")
         let result = try run("assignment-follow-up")
         #expect(result.summary?["displaced"] as? Int == 1, "\(result.stdout)")
+        #expect(result.summary?["capped"] == nil, "\(result.stdout)")
         #expect(try pushes(kari) == ["assignment_follow_up:pending", "inactivity:cancelled"], "the follow-up (priority 20) beats inactivity (50)")
         let why: String = try f.connection.query("""
             SELECT d.last_error FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.user_id = \(kari) AND d.state = 'cancelled'

@@ -208,6 +208,7 @@ import TestSupport
         let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
         let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: nil)
         let per = try f.mentor(org, "Per", lastActivityDaysAgo: 20)
+        try f.pause(per, startedDaysAgo: 40, endsDaysAgo: 30) // the stretch starts at the lift: Per was told of 739,948 days
         // Written before 0047.
         try f.connection.execute("ALTER TABLE users DISABLE TRIGGER users_dates_finite")
         try f.connection.execute("UPDATE users SET joined_at = '-infinity' WHERE id = \(ola)")

@@ -58,6 +58,8 @@ import TestSupport
         _ = try run()
         let inbox = try #require(try f.inbox(linda).first)
         #expect(inbox.body == "(uten navn) har ikke bekreftet oppdraget «Ring ny deltaker» etter 10 dager. Trykk for å følge opp.")
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(linda)").first!.decode(0)
+        #expect(detail.hasSuffix(": (no name) (\"Ring ny deltaker\")"), "the operator's detail too: \(detail)")
     }
 
     /// An organization administrator who coordinates mentors (scope rows) or dispatched a case is told as a

@@ -82,7 +82,7 @@ import TestSupport
     /// A text that says nothing was stored and sent: a title of spaces, or one all in sections
     /// (`{{#never_active}}{{/never_active}}`), made pushes and inbox rows with an empty title.
     @Test func aTextThatSaysNothingIsRefused() throws {
-        for (title, body, message) in [("   ", "x", "title: is blank"), ("ok", " \n\t", "body: is blank")] {
+        for (title, body, message) in [("   ", "x", "title: is blank"), ("ok", " \n\t", "body: is blank"), ("\u{00A0}\u{3000}", "x", "title: is blank")] {
             do {
                 try template("nb", title: title, body: body, organization: org)
                 Issue.record("\(title.debugDescription) / \(body.debugDescription) was saved")
@@ -162,6 +162,7 @@ import TestSupport
         #expect(template.render(TemplateValues(["name": " \t "])) == "Hi! (no name)")
         #expect(template.render(TemplateValues(["name": " Kari "])) == "Hi Kari!")
         #expect(UnnamedPerson.shown(" ", in: .english) == "(no name)")
+        #expect(UnnamedPerson.shown("\n\r", in: .english) == "(no name)", "a line break renders as a space, then nothing")
         #expect(UnnamedPerson.shown("Ola", in: .norwegianBokmal) == "Ola")
     }
 
