@@ -84,6 +84,22 @@ import TestSupport
         #expect(all.filter { $0.hasSuffix(":pending") }.count == 1, "one push today, the cap's one: \(all)")
     }
 
+    /// A push that went out keeps its slot, also when its delivery was cancelled on the way (state `cancelled`,
+    /// `sent_at` set): cancelling the notification's other delivery freed it, and a second push went out that day.
+    @Test func aPushThatWentOutAfterItsCancelKeepsItsSlot() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 20, devices: 2)
+        try run("inactivity-check")
+        #expect(try pushes(kari) == ["inactivity:pending", "inactivity:pending"])
+        // One of the two went out while the app cancelled it (as push-deliver's outcome write records it).
+        try f.connection.execute("""
+            WITH one AS (DELETE FROM delivery_queue WHERE delivery_id = (SELECT min(delivery_id) FROM delivery_queue) RETURNING delivery_id)
+            UPDATE deliveries SET state = 'cancelled', sent_at = now() WHERE id IN (SELECT delivery_id FROM one)
+            """)
+        try f.connection.execute("UPDATE notifications SET read_at = now() WHERE user_id = \(kari)") // cancels the other
+        #expect(try pushes(kari) == ["inactivity:cancelled", "inactivity:cancelled"])
+        #expect(try f.count("daily_push_slots") == 1, "the slot of the push that went out is kept")
+    }
+
     @Test func aHigherPriorityPushTakesTheSlotOfALowerOneStillWaiting() throws {
         let kari = try mentorOfTwoScenarios("Kari")
         try run("inactivity-check")
