@@ -396,6 +396,12 @@ import TestSupport
         #expect(try pending("activities_logged") == 1)
         try once()
         #expect(try f.count("notifications") == 0)
+        // Said in a decision, so `why` tells it (there was none: "Decisions … (0): none").
+        #expect(try f.decisionsWithSubjects(kari) == ["suppressed:history_load@milestone:100"])
+        let detail: String = try f.connection.query("SELECT detail FROM decisions WHERE user_id = \(kari)").first!.decode(0)
+        #expect(detail.contains("milestone 100 reached (120 activities) by history loaded in bulk (120 activities in one statement; the newest happened"), "\(detail)")
+        let why = try Jobs.run("why", [kari.uuidString, "--scenario", "milestone"], database: db)
+        #expect(why.stdout.contains("history_load"), "\(why.stdout)")
         let counts: [Int] = try f.connection.query("SELECT activity_count FROM users WHERE id IN (\(kari), \(ola))").map { try $0.decode(0) }
         #expect(counts == [120, 120], "the counts stay right either way")
     }
