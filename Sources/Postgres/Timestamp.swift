@@ -7,6 +7,9 @@ import Foundation
 public enum Timestamp {
     /// `2026-11-22 00:10:04.123456+00` (microsecond precision, UTC).
     public static func format(_ date: Date) -> String {
+        // PostgreSQL's infinities, as `Row` reads them: written back as themselves (not year 1 or 4001).
+        if date == .distantPast { return "-infinity" }
+        if date == .distantFuture { return "infinity" }
         let totalMicros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
         var seconds = totalMicros / 1_000_000
         var micros = totalMicros % 1_000_000
@@ -23,6 +26,9 @@ public enum Timestamp {
 
     /// ISO 8601 with a `T` and `Z`, for JSON output and messages: `2026-11-22T00:10:04Z`.
     public static func iso8601(_ date: Date) -> String {
+        // A row's -infinity read "0000-12-30T00:00:00Z" in `why` (its joined_at, say).
+        if date == .distantPast { return "-infinity" }
+        if date == .distantFuture { return "infinity" }
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400

@@ -56,6 +56,17 @@ import TestSupport
         }
     }
 
+    /// PostgreSQL's infinities read as `Date.distantPast` / `.distantFuture`, are written back as themselves
+    /// and shown as "-infinity" / "infinity" (`why` showed a joined_at of -infinity as 0000-12-30T00:00:00Z).
+    @Test func infinitiesRoundTripAndAreShownAsSuch() throws {
+        let row = try #require(try connection.query("SELECT '-infinity'::timestamptz, 'infinity'::timestamptz").first)
+        let (past, future) = (try row.decode(0, as: Date.self), try row.decode(1, as: Date.self))
+        #expect(past == .distantPast && future == .distantFuture)
+        let back: String = try connection.query("SELECT \(past)::timestamptz::text || ' ' || \(future)::timestamptz::text").first!.decode(0)
+        #expect(back == "-infinity infinity")
+        #expect(Timestamp.iso8601(past) == "-infinity" && Timestamp.iso8601(future) == "infinity")
+    }
+
     @Test func serverErrorsCarrySQLStateButNeverTheBoundValue() throws {
         try connection.execute("CREATE TABLE secrets (token text PRIMARY KEY)")
         try connection.execute("INSERT INTO secrets VALUES (\("TOKEN-abc123-very-secret"))")
