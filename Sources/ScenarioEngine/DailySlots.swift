@@ -58,14 +58,7 @@ enum DailySlots {
 
     /// Locks the users' days and reads their slots; call inside the recording transaction.
     static func lockAndRead(_ requests: [Request], on connection: Connection) throws -> [Taken] {
-        var seen = Set<String>()
-        var users: [UUID] = []
-        var days: [String] = []
-        for request in requests where seen.insert(request.user.uuidString + request.slot.localDay).inserted {
-            users.append(request.user)
-            days.append(request.slot.localDay)
-        }
-        let userArray = PostgresArray(users), dayArray = PostgresArray(days)
+        let (userArray, dayArray) = usersAndDays(requests)
         _ = try connection.query("""
             SELECT pg_advisory_xact_lock(k) FROM (
                 SELECT DISTINCT hashtextextended('daily_push_slots:' || u || ':' || d, 0) AS k
@@ -88,6 +81,12 @@ enum DailySlots {
     /// and of the waiting ones that would give theirs up (it counted every push over the cap, as if none would).
     static func plan(_ requests: [Request], on connection: Connection) throws -> Allocation {
         guard !requests.isEmpty else { return Allocation() }
+        let (users, days) = usersAndDays(requests)
+        return allocate(requests, taken: try read(users: users, days: days, on: connection))
+    }
+
+    /// Each user and day the requests name, once, side by side.
+    private static func usersAndDays(_ requests: [Request]) -> (PostgresArray<UUID>, PostgresArray<String>) {
         var seen = Set<String>()
         var users: [UUID] = []
         var days: [String] = []
@@ -95,7 +94,7 @@ enum DailySlots {
             users.append(request.user)
             days.append(request.slot.localDay)
         }
-        return allocate(requests, taken: try read(users: PostgresArray(users), days: PostgresArray(days), on: connection))
+        return (PostgresArray(users), PostgresArray(days))
     }
 
     /// The slots taken on those users' days, and whether their pushes are still waiting.
