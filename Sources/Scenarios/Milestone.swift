@@ -3,6 +3,11 @@ import Postgres
 import ScenarioEngine
 import TextCoding
 
+extension SuppressionReason {
+    /// A milestone reached by activities loaded in bulk, of long ago: not announced.
+    public static let historyLoad = SuppressionReason("history_load")
+}
+
 /// Congratulates a peer mentor whose logged activities reach one of the organization's `milestones`
 /// (default 25, 50, 100), once per milestone ever (event `activities_logged`, one per mentor per statement).
 ///
@@ -15,11 +20,6 @@ import TextCoding
 ///   (the one they forgot three weeks ago) reaches the milestone whenever those happened: the age alone
 ///   left a 25th activity logged late unannounced for good, and milestones come once ever.
 /// - The tap opens the mentor's statistics (`/statistics`).
-extension SuppressionReason {
-    /// A milestone reached by activities loaded in bulk, of long ago: not announced.
-    public static let historyLoad = SuppressionReason("history_load")
-}
-
 public struct Milestone: EventScenario {
     public struct Settings: Sendable {
         public var milestones: [Int]
@@ -68,8 +68,9 @@ public struct Milestone: EventScenario {
         return """
             SELECT DISTINCT ON (e.id) e.mentor_id AS user_id, 'milestone:' || r.milestone AS subject, r.milestone,
                    (e.payload->>'after')::int AS total,
-                   NOT (((e.payload->>'after')::int - (e.payload->>'before')::int <= \(Milestone.byHand) AND (e.payload->>'mentors')::int = 1)
-                        OR (e.payload->>'latest_occurred_at')::timestamptz > \(now)::timestamptz - make_interval(days => r.max_age_days))
+                   -- An event from before 0044 (no `mentors`) counts as a load, as the filter this replaced had it.
+                   NOT coalesce(((e.payload->>'after')::int - (e.payload->>'before')::int <= \(Milestone.byHand) AND (e.payload->>'mentors')::int = 1)
+                                OR (e.payload->>'latest_occurred_at')::timestamptz > \(now)::timestamptz - make_interval(days => r.max_age_days), false)
                        AS history_load,
                    (e.payload->>'after')::int - (e.payload->>'before')::int AS logged, coalesce((e.payload->>'mentors')::int, 0) AS mentors,
                    (e.payload->>'latest_occurred_at')::timestamptz AS latest_occurred_at
