@@ -17,7 +17,7 @@ public enum WhyJSON {
         u.add("locale", user.locale ?? user.organizationLocale)
         u.add("time_zone", user.timeZone ?? user.organizationTimeZone)
         if !user.timeZoneKnown || !user.organizationTimeZoneKnown {
-            u.add("time_zone_known", user.timeZoneKnown && (user.timeZone != nil || user.organizationTimeZoneKnown))
+            u.add("time_zone_known", user.timeZone == nil ? user.organizationTimeZoneKnown : user.timeZoneKnown) // of the zone shown
             if !user.organizationTimeZoneKnown { u.add("organization_time_zone_known", false) }
         }
         u.add("joined_at", date: user.joinedAt)

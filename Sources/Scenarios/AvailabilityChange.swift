@@ -102,18 +102,19 @@ public struct AvailabilityChange: EventScenario {
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
         var candidate = candidate
+        let who = UnnamedPerson.shown(candidate.mentorName, in: .english) // in the details, for operators
         // A pause deleted while it held ended then: a lift. Whether it held is as of its deletion, not of this run:
         // one called off before its start and decided after it (a backlog) was never a pause to return from.
         if candidate.change == .withdrawn && candidate.startsAt <= candidate.eventAt { candidate.change = .lifted }
         if candidate.change == .started, let end = candidate.endsAt, end <= now {
-            return .suppress(.superseded, detail: "\(UnnamedPerson.shown(candidate.mentorName, in: .english))'s pause had ended (\(Timestamp.iso8601(end))) before its start was announced: nothing to announce now (a lift the app saved is announced on its own)")
+            return .suppress(.superseded, detail: "\(who)'s pause had ended (\(Timestamp.iso8601(end))) before its start was announced: nothing to announce now (a lift the app saved is announced on its own)")
         }
         if candidate.superseded {
             let what = [Change.started: "started", .lifted: "was lifted", .changed: "changed", .withdrawn: "was called off"][candidate.change]!
-            return .suppress(.superseded, detail: "\(UnnamedPerson.shown(candidate.mentorName, in: .english))'s pause \(candidate.pauseID) \(what), but a later event says what holds (a later change or lift, or its start announced with it)")
+            return .suppress(.superseded, detail: "\(who)'s pause \(candidate.pauseID) \(what), but a later event says what holds (a later change or lift, or its start announced with it)")
         }
         if candidate.change == .lifted, let other = candidate.otherPause {
-            return .suppress(.stillPaused, detail: "\(UnnamedPerson.shown(candidate.mentorName, in: .english))'s pause \(candidate.pauseID) was lifted, but another covers now (\(other.detail(in: recipient.timeZone))): not available again")
+            return .suppress(.stillPaused, detail: "\(who)'s pause \(candidate.pauseID) was lifted, but another covers now (\(other.detail(in: recipient.timeZone))): not available again")
         }
         let values = AvailabilityChange.values(candidate, language: recipient.language, zone: recipient.timeZone, now: now)
         // An organization's own template written before 0042 knows no call-off or change: it would say the
@@ -132,7 +133,7 @@ public struct AvailabilityChange: EventScenario {
             data: [("category", category.rawValue), ("route", "/mentors/\(mentor)"), ("mentor_id", mentor), ("pause_id", String(candidate.pauseID))],
             dedupeKey: "availability_change:\(recipient.userID.lowercasedString):\(candidate.eventID)",
             expiresAt: nil,
-            why: "\(UnnamedPerson.shown(candidate.mentorName, in: .english)) \(verb) a pause (event \(candidate.eventID)), in this coordinator's scope\(bypassed)"))
+            why: "\(who) \(verb) a pause (event \(candidate.eventID)), in this coordinator's scope\(bypassed)"))
     }
 
     /// The template's values: dates as people in the recipient's time zone write them.
