@@ -100,12 +100,18 @@ public struct EventNotifyRunner {
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
                     let before = summary
-                    let taken = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
+                    let batch = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
+                    let taken = batch.processed
                     if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false; setAside = true }
                     for (scenario, reason) in processor.suspended.reasons.sorted(by: { $0.key < $1.key }) {
                         run.degrade(.config, "\(scenario) cannot run (\(reason)): its events wait, pending, until it is fixed")
                         drainHealthy = false
                         setAside = true
+                    }
+                    if taken == 0 && batch.heldBack > 0 {
+                        // Another process decides their subjects' earlier events: taken once it has committed.
+                        Thread.sleep(forTimeInterval: 0.02)
+                        continue
                     }
                     if taken == 0 { break }
                     drained = true

@@ -14,6 +14,18 @@ public struct EventProcessor {
     public var batchSize: Int
     /// The scenarios that could not run, for now: their events wait.
     public let suspended = SuspendedScenarios()
+    /// For tests: called inside a batch's transaction when it reaches each stage, to let another session act then.
+    var reached: ((BatchStage) throws -> Void)?
+
+    /// Where a batch is, for `reached`.
+    enum BatchStage {
+        /// The oldest pending events are claimed; nothing else is read yet.
+        case claimed
+        /// The claim has taken its subjects' other pending events (`SubjectOrder.admit`); nothing is decided yet.
+        case admitted
+        /// The scenarios have decided and recorded; the events are not yet marked processed.
+        case decided
+    }
 
     public init(_ scenarios: [any EventHandling], policies: [any Policy] = Policies.standard, batchSize: Int = 500) {
         self.handlers = scenarios
@@ -26,7 +38,8 @@ public struct EventProcessor {
         policies.flatMap(\.reasons) + handlers.flatMap(\.suppressionReasons) + [.alreadyNotified]
     }
 
-    /// Claims and processes one batch on `connection`; returns how many events it took (0: nothing pending).
+    /// Claims and processes one batch on `connection`; returns how many events it processed (0 and none held back:
+    /// nothing pending) and how many it left pending because another batch holds their subject (`SubjectOrder`).
     /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
     /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
     /// An error of the data (see `PostgresError.isDataAtFault`: a value an event row holds that cannot be read, a
@@ -35,7 +48,7 @@ public struct EventProcessor {
     /// not stop every later event (the service restarted on the same batch for ever). Such events are counted in
     /// `summary.failedEvents`. A scenario that cannot run at all (its defaults or default templates unusable:
     /// 78) is suspended: its kinds of events wait, pending, the others go on, and it is tried again a minute later.
-    public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+    public func processBatch(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> BatchOutcome {
         let counted = summary
         do {
             return try retryingConflicts(logger: logger, summary: &summary) { summary in
@@ -53,7 +66,7 @@ public struct EventProcessor {
     }
 
     /// Runs `body`, again (up to 3 times) after a deadlock or serialization failure, with `summary` as it was.
-    private func retryingConflicts(logger: Logger, summary: inout ScenarioSummary, _ body: (inout ScenarioSummary) throws -> Int) throws -> Int {
+    private func retryingConflicts(logger: Logger, summary: inout ScenarioSummary, _ body: (inout ScenarioSummary) throws -> BatchOutcome) throws -> BatchOutcome {
         let counted = summary
         for attempt in 1... {
             do {
@@ -73,26 +86,31 @@ public struct EventProcessor {
     /// `processBatch`. When more than one event failed alone with the very same error, and not on a value that
     /// cannot be read, the fault is more likely the code's or the schema's than each event's (an old build left
     /// running after a migration that added a constraint): none is set aside, and the error ends the run, as
-    /// before; setting them aside would lose each event's notification until someone handed it back.
-    private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> Int {
+    /// before; setting them aside would lose each event's notification until someone handed it back. An event is
+    /// taken with its subject's other pending events (`SubjectOrder`), and alone when that meets a data exception
+    /// (the exception may be another event's of its subject).
+    private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> BatchOutcome {
         let pending = try connection.query("""
             SELECT id FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[]) ORDER BY id LIMIT \(batchSize)
             """)
-        var taken = 0
+        var outcome = BatchOutcome()
         var failed: [(id: Int, error: PostgresError)] = []
         for row in pending {
             let id: Int = try row.decode(0)
             let counted = summary
-            do {
-                taken += try retryingConflicts(logger: logger, summary: &summary) { summary in
-                    try processBatchOnce(only: id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+            for alone in [false, true] {
+                do {
+                    outcome += try retryingConflicts(logger: logger, summary: &summary) { summary in
+                        try processBatchOnce(only: id, alone: alone, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+                    }
+                } catch let unusable as UnusableScenario {
+                    summary = counted
+                    suspended.suspend(unusable, logger: logger)
+                } catch let error as PostgresError where error.isDataAtFault {
+                    summary = counted
+                    if alone { failed.append((id, error)) } else { continue }
                 }
-            } catch let unusable as UnusableScenario {
-                summary = counted
-                suspended.suspend(unusable, logger: logger)
-            } catch let error as PostgresError where error.isDataAtFault {
-                summary = counted
-                failed.append((id, error))
+                break
             }
         }
         if failed.count > 1, let first = failed.first?.error, !first.isUnreadableValue,
@@ -106,39 +124,68 @@ public struct EventProcessor {
                  WHERE id = \(id) AND processed_at IS NULL RETURNING kind
                 """)
             guard let kind: String = try marked.first?.decode(0) else { continue }
-            taken += 1
+            outcome.processed += 1
             summary.failedEvents += 1
             logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error), fix what wrote it")
         }
-        return taken
+        return outcome
     }
 
-    /// Claims and processes the oldest pending events (or only event `only`) in one transaction.
-    private func processBatchOnce(only: Int? = nil, on connection: Connection, runID: Int, now: Date, logger: Logger,
-                                  summary: inout ScenarioSummary) throws -> Int {
+    /// The event kinds whose subject's events are decided together or one batch after another (`SubjectOrder`).
+    var subjectOrder: SubjectOrder {
+        SubjectOrder(kinds: handlers.filter(\.decidesBySubject).flatMap(\.eventKinds))
+    }
+
+    /// Claims and processes the oldest pending events (or only event `only`) in one transaction. A batch whose
+    /// subjects gained an event while it decided them (`SubjectsChangedMidBatch`) is made again with those subjects
+    /// held back; after 8 such, with every ordered subject of its claim held back. `alone`: event `only` without the
+    /// other events of its subject.
+    private func processBatchOnce(only: Int? = nil, alone: Bool = false, on connection: Connection, runID: Int, now: Date, logger: Logger,
+                                  summary: inout ScenarioSummary) throws -> BatchOutcome {
+        var holdingBack = Set<String>()
+        let counted = summary
+        for attempt in 1... {
+            do {
+                return try processBatchAttempt(only: only, alone: alone, holdingBack: holdingBack, holdingBackAll: attempt > 8, on: connection, runID: runID,
+                                               now: now, logger: logger, summary: &summary)
+            } catch let changed as SubjectsChangedMidBatch {
+                summary = counted
+                holdingBack.formUnion(changed.subjects)
+                logger.debug("events of \(changed.subjects.sorted().joined(separator: ", ")) were saved while the batch decided them: made again without them")
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    private func processBatchAttempt(only: Int?, alone: Bool, holdingBack: Set<String>, holdingBackAll: Bool, on connection: Connection, runID: Int, now: Date,
+                                     logger: Logger, summary: inout ScenarioSummary) throws -> BatchOutcome {
         try connection.transaction {
             let claimed = try connection.query("""
-                SELECT id, kind FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
+                SELECT id, kind, subject_id FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
                    AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
                  ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
-                """)
-            guard claimed.count > 0 else { return 0 }
-            var ids: [Int] = []
-            var kinds = Set<String>()
-            for row in claimed {
-                ids.append(try row.decode(0))
-                kinds.insert(try row.decode(1))
-            }
-            for handler in handlers where !kinds.isDisjoint(with: handler.eventKinds) {
-                do {
-                    try handler.process(.claimed(ids), on: connection, policies: policies, runID: runID, now: now,
-                                        printer: nil, logger: logger, summary: &summary)
-                } catch let failure as JobFailure where failure.status == .config {
-                    throw UnusableScenario(key: handler.key, kinds: handler.eventKinds, failure: failure)
+                """).map { SubjectOrder.Event(id: try $0.decode(0), kind: try $0.decode(1), subject: try $0.decode(2)) }
+            guard claimed.count > 0 else { return BatchOutcome() }
+            try reached?(.claimed)
+            let order = alone ? SubjectOrder(kinds: []) : subjectOrder
+            let everySubject = holdingBackAll ? Set(claimed.compactMap(\.subject)) : []
+            let admitted = try order.admit(claimed, holdingBack: holdingBack.union(everySubject), on: connection)
+            try reached?(.admitted)
+            if !admitted.ids.isEmpty {
+                for handler in handlers where !admitted.kinds.isDisjoint(with: handler.eventKinds) {
+                    do {
+                        try handler.process(.claimed(admitted.ids), on: connection, policies: policies, runID: runID, now: now,
+                                            printer: nil, logger: logger, summary: &summary)
+                    } catch let failure as JobFailure where failure.status == .config {
+                        throw UnusableScenario(key: handler.key, kinds: handler.eventKinds, failure: failure)
+                    }
                 }
+                try reached?(.decided)
+                let changed = try order.changedMeanwhile(admitted, on: connection)
+                if !changed.isEmpty { throw SubjectsChangedMidBatch(subjects: changed) }
+                try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(admitted.ids))::bigint[])")
             }
-            try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(ids))::bigint[])")
-            return ids.count
+            return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldBack)
         }
     }
 
@@ -202,11 +249,27 @@ public struct EventProcessor {
     }
 }
 
+/// What one batch did.
+public struct BatchOutcome: Equatable {
+    /// Events decided and marked processed (or set aside with their error).
+    public var processed = 0
+    /// Events left pending because another batch holds their subject (`SubjectOrder`): taken again soon.
+    public var heldBack = 0
+
+    static func += (total: inout BatchOutcome, batch: BatchOutcome) {
+        total.processed += batch.processed
+        total.heldBack += batch.heldBack
+    }
+}
+
 /// An event scenario with its types erased, so the processor can hold a list of them.
 public protocol EventHandling {
     var key: String { get }
     var eventKinds: [String] { get }
     var suppressionReasons: [SuppressionReason] { get }
+    /// Its events are decided by subject (`SubjectOrder`): every pending event of a subject in one batch, or one
+    /// batch after another, never two batches at once. For a scenario whose notice reads the subject as it is now.
+    var decidesBySubject: Bool { get }
     /// Decides for every candidate of the selected events, then records (with `runID`) or prints the plan.
     func process(_ events: EventSelection, on connection: Connection, policies: [any Policy], runID: Int?, now: Date,
                  printer: PlanPrinter?, logger: Logger, summary: inout ScenarioSummary) throws

@@ -16,6 +16,9 @@ public protocol EventScenario: Scenario, EventHandling {
 }
 
 extension EventScenario {
+    /// Most event scenarios decide each event on its own.
+    public var decidesBySubject: Bool { false }
+
     /// As a scheduled scenario sees it (`--explain`): every event not processed yet.
     public func candidateQuery(rules: [OrganizationRule<Settings>], now: Date) -> Query {
         candidateQuery(rules: rules, events: .pending, now: now)

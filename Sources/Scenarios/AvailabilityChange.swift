@@ -60,6 +60,10 @@ public struct AvailabilityChange: EventScenario {
     public var category: NotificationCategory { .availabilityChange }
     public var suppressionReasons: [SuppressionReason] { [.superseded, .stillPaused] }
     public var eventKinds: [String] { ["pause_started", "pause_lifted", "pause_changed", "pause_withdrawn"] }
+    /// A notice reads the pause as it is now: a pause's events are decided together or one batch after another,
+    /// so a start pending beside a change is in the change's batch and names the dates now, and a start decided
+    /// in an earlier batch did not see the change.
+    public var decidesBySubject: Bool { true }
 
     public func settings(_ reader: SettingsReader) throws -> Settings { Settings() }
 
@@ -74,7 +78,7 @@ public struct AvailabilityChange: EventScenario {
                (e.kind IN ('pause_changed', 'pause_withdrawn') AND (
                    EXISTS (SELECT 1 FROM events l WHERE l.subject_id = e.subject_id AND l.kind LIKE 'pause%' AND l.id > e.id)
                    OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind LIKE 'pause%' AND st.kind = 'pause_started'
-                                AND st.id < e.id AND (st.processed_at IS NULL OR st.processed_at >= e.created_at))))
+                                AND st.id < e.id AND st.processed_at IS NULL)))
                OR (e.kind = 'pause_lifted' AND EXISTS (
                    SELECT 1 FROM events l WHERE l.processed_at IS NULL AND l.id > e.id AND l.mentor_id = e.mentor_id AND l.kind = 'pause_lifted'
                       AND EXISTS (SELECT 1 FROM availability_pauses lp WHERE lp.id = l.subject_id::bigint)))

@@ -1,0 +1,158 @@
+import Foundation
+import JobKit
+import Logging
+import Postgres
+@testable import ScenarioEngine
+import Scenarios
+import Testing
+import TestSupport
+
+/// A pause changed while event-notify decides its start: the coordinator hears the dates that hold, once.
+/// The batches are driven here, with another session acting at a set point inside one (`EventProcessor.reached`).
+@Suite struct PauseOrderTests {
+    let db: TestDatabase
+    let f: Fixtures
+    let org: UUID
+    let mentor: UUID
+    let coordinator: UUID
+    let logger = Logger(label: "pause-order-test")
+
+    init() throws {
+        db = try TestCluster.shared().makeDatabase()
+        f = try Fixtures(db, now: Date())
+        org = try f.organization("Org")
+        mentor = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        coordinator = try f.user(org, "Linda", role: "coordinator")
+        try f.device(coordinator)
+        try f.scope(org, coordinator: coordinator, mentor: mentor)
+    }
+
+    /// A pause from noon UTC in 2 days to noon in `endsInDays` days.
+    func savePause(endsInDays: Int) throws {
+        try f.connection.execute("""
+            INSERT INTO availability_pauses (mentor_id, starts_at, ends_at)
+            VALUES (\(mentor), date_trunc('day', now()) + interval '2 days 12 hours', date_trunc('day', now()) + make_interval(days => \(endsInDays), hours => 12))
+            """)
+    }
+
+    /// Moves the pause's end, committed by a session of its own (as the app would).
+    func movePauseEnd(toDays days: Int) throws {
+        let app = try db.connect()
+        try app.execute("UPDATE availability_pauses SET ends_at = date_trunc('day', now()) + make_interval(days => \(days), hours => 12) WHERE mentor_id = \(mentor)")
+    }
+
+    /// "dd.MM.yyyy" of noon UTC `days` from today, as the Norwegian notice writes it (Oslo is never 12 hours off).
+    func dateText(inDays days: Int) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let noon = calendar.date(byAdding: DateComponents(day: days, hour: 12), to: calendar.startOfDay(for: Date()))!
+        let formatter = DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "Europe/Oslo")
+        formatter.dateFormat = "dd.MM.yyyy"
+        return formatter.string(from: noon)
+    }
+
+    func processor() -> EventProcessor { EventProcessor([AvailabilityChange()]) }
+
+    func runID(_ connection: Connection) throws -> Int {
+        let run = JobRun(job: "event-notify", dryRun: false, asOf: Date(), logger: logger)
+        try run.record(on: connection)
+        return run.runID!
+    }
+
+    /// Batches until nothing is pending, as the service's drain does (held-back events are taken again).
+    func drain(_ processor: EventProcessor, on connection: Connection, runID: Int) throws {
+        var summary = ScenarioSummary(job: "event-notify", dryRun: false, reasonOrder: processor.reasonOrder)
+        for _ in 0..<20 {
+            let batch = try processor.processBatch(on: connection, runID: runID, now: Date(), logger: logger, summary: &summary)
+            if batch.processed == 0 && batch.heldBack == 0 { return }
+        }
+        Issue.record("events still pending after 20 batches")
+    }
+
+    /// The coordinator's notices about the pause, their bodies.
+    func notices() throws -> [String] {
+        try f.inbox(coordinator).filter { $0.category == "availability_change" }.map(\.body)
+    }
+
+    /// The change is saved after the batch claimed the start and before it read the pause: the start's notice
+    /// names the new end, and the change is not announced again with the same dates (before: two notices).
+    @Test func aChangeSavedWhileItsStartIsDecidedIsNotAnnouncedTwice() throws {
+        try savePause(endsInDays: 10)
+        let connection = try db.connect()
+        let run = try runID(connection)
+        var first = processor()
+        var moved = false
+        first.reached = { stage in
+            guard stage == .claimed, !moved else { return }
+            moved = true
+            try movePauseEnd(toDays: 20)
+        }
+        try drain(first, on: connection, runID: run)
+        #expect(moved)
+        let bodies = try notices()
+        #expect(bodies.count == 1, "\(bodies)")
+        #expect(bodies.allSatisfy { $0.contains("til \(dateText(inDays: 20))") }, "\(bodies)")
+        #expect(try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NULL").first!.decode(0) as Int == 0)
+    }
+
+    /// The change is saved after the batch took the pause's pending events and before it read the pause: the batch
+    /// is made again with the change (before: the start named the new end, and the change did again).
+    @Test func aChangeSavedAfterTheBatchTookThePausesEventsIsNotAnnouncedTwice() throws {
+        try savePause(endsInDays: 10)
+        let connection = try db.connect()
+        let run = try runID(connection)
+        var first = processor()
+        var moved = false
+        first.reached = { stage in
+            guard stage == .admitted, !moved else { return }
+            moved = true
+            try movePauseEnd(toDays: 20)
+        }
+        try drain(first, on: connection, runID: run)
+        #expect(moved)
+        let bodies = try notices()
+        #expect(bodies.count == 1, "\(bodies)")
+        #expect(bodies.allSatisfy { $0.contains("til \(dateText(inDays: 20))") }, "\(bodies)")
+    }
+
+    /// Two processes: one has decided the start with the old end and not committed; the change is saved and the
+    /// other process takes it. The coordinator must end up told the new end (before: the other process suppressed
+    /// the change as announced with its start, and the start named the old end).
+    @Test func aChangeTakenByAnotherProcessWhileItsStartIsDecidedReachesTheCoordinator() throws {
+        try savePause(endsInDays: 10)
+        let connection = try db.connect(), other = try db.connect()
+        let run = try runID(connection), otherRun = try runID(other)
+        let second = processor()
+        var first = processor()
+        var otherBatches: [BatchOutcome] = []
+        first.reached = { stage in
+            guard stage == .decided, otherBatches.isEmpty else { return }
+            try movePauseEnd(toDays: 20)
+            var summary = ScenarioSummary(job: "event-notify", dryRun: false, reasonOrder: second.reasonOrder)
+            otherBatches.append(try second.processBatch(on: other, runID: otherRun, now: Date(), logger: logger, summary: &summary))
+        }
+        try drain(first, on: connection, runID: run)
+        try drain(second, on: other, runID: otherRun)
+        // The other process held the change back: its pause's start was this one's.
+        #expect(otherBatches == [BatchOutcome(processed: 0, heldBack: 1)])
+        let bodies = try notices()
+        #expect(bodies.last?.contains("til \(dateText(inDays: 20))") == true, "\(bodies)")
+        #expect(!bodies.contains { $0.contains(dateText(inDays: 10)) }, "the old end was never announced: \(bodies)")
+        #expect(bodies.count == 1, "\(bodies)")
+    }
+
+    /// A change saved after its start's batch committed is announced on its own: the start did not see it.
+    @Test func aChangeSavedAfterItsStartWasAnnouncedIsAnnounced() throws {
+        try savePause(endsInDays: 10)
+        let connection = try db.connect()
+        let run = try runID(connection)
+        try drain(processor(), on: connection, runID: run)
+        try movePauseEnd(toDays: 20)
+        try drain(processor(), on: connection, runID: run)
+        let bodies = try notices()
+        #expect(bodies.count == 2, "\(bodies)")
+        #expect(bodies.first?.contains("til \(dateText(inDays: 10))") == true, "\(bodies)")
+        #expect(bodies.last?.contains("endret pausen") == true && bodies.last?.contains("til \(dateText(inDays: 20))") == true, "\(bodies)")
+    }
+}
