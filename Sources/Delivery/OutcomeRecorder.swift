@@ -28,6 +28,8 @@ final class OutcomeRecorder {
     private var holds: [String: (until: Date, reason: String)] = [:]
     /// Setups a push just proved right (0035's `confirmed_setups`), by endpoint.
     private var confirmations: [String: String] = [:]
+    /// Postponed pushes and the recipient's local day (yyyy-mm-dd) they now go on: their daily slot moves there.
+    private var slotMoves: [(id: Int, day: String)] = []
 
     init(connection: Connection) { self.connection = connection }
 
@@ -54,10 +56,40 @@ final class OutcomeRecorder {
 
     /// Gives a claimed delivery back unsent, due at `until`, with no attempt counted (its recipient's quiet hours).
     /// Its history says so with a `postponed` event (migration 0027).
+    /// Its daily slot, if it took one on an earlier day, moves to the day it now goes on (`moveSlots`).
     func postpone(_ claimed: OutboxEngine.Claimed, until: Date) {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
                                 error: "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
                                 messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
+        if let name = claimed.quietHours?.zone, let zone = TimeZone(identifier: name) {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            let day = calendar.dateComponents([.year, .month, .day], from: until)
+            slotMoves.append((claimed.deliveryID, String(format: "%04d-%02d-%02d", day.year!, day.month!, day.day!)))
+        }
+    }
+
+    /// Moves the daily slots of pushes postponed past their local midnight to the day they now go on: counted on
+    /// the day decided, the next day let its whole cap go out beside them. Only a push whose postponement was
+    /// written (still queued, its lease cleared) and none of whose notification's pushes went out. The new day's
+    /// lock (`DailySlots`) is only tried: this write holds queue rows, which a recorder holding that lock may be
+    /// waiting for, so a slot whose day a recorder is allocating at this very moment stays where it was.
+    private func moveSlots() throws {
+        guard !slotMoves.isEmpty else { return }
+        try connection.execute("""
+            WITH moved AS MATERIALIZED (
+                SELECT DISTINCT s.notification_id, s.user_id, m.day
+                  FROM unnest(\(PostgresArray(slotMoves.map(\.id)))::bigint[], \(PostgresArray(slotMoves.map(\.day)))::date[]) AS m(delivery_id, day)
+                  JOIN deliveries d ON d.id = m.delivery_id
+                  JOIN delivery_queue q ON q.delivery_id = d.id AND q.lease_until IS NULL
+                  JOIN daily_push_slots s ON s.notification_id = d.notification_id AND s.local_day < m.day
+                 WHERE NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.notification_id = d.notification_id AND o.sent_at IS NOT NULL)
+            ), locked AS (
+                SELECT notification_id, day FROM moved
+                 WHERE pg_try_advisory_xact_lock(hashtextextended('daily_push_slots:' || user_id || ':' || to_char(day, 'YYYY-MM-DD'), 0))
+            )
+            UPDATE daily_push_slots s SET local_day = l.day FROM locked l WHERE s.notification_id = l.notification_id
+            """)
     }
 
     /// Cancels a claimed delivery, never sent: taken out of the queue, `cancelled` with an event saying why, its
@@ -223,6 +255,7 @@ final class OutcomeRecorder {
                     """)
                 retired += try result.first!.decode(0, as: Int.self)
             }
+            try moveSlots()
             // Last, after every queue row this write locks: two flushes holding the same endpoint wait for each
             // other here, never in a circle. A hold is only ever lengthened.
             for (endpoint, hold) in holds.sorted(by: { $0.key < $1.key }) {
@@ -249,6 +282,7 @@ final class OutcomeRecorder {
         holds.removeAll()
         confirmations.removeAll()
         withdrawals.removeAll()
+        slotMoves.removeAll()
         return retired
     }
 }

@@ -1546,6 +1546,38 @@ import TestSupport
         #expect(events.first?.2?.hasPrefix("inside its recipient's quiet hours: due when they end, ") == true, "\(events)")
     }
 
+    /// A retry postponed by quiet hours past its recipient's midnight goes on the next local day, and counts there
+    /// against the daily cap (before: its slot stayed on the day it was decided, and the next day let the whole
+    /// cap go out beside it).
+    @Test func aPushPostponedPastMidnightTakesItsDailySlotToTheDayItGoes() throws {
+        try bulkDeliveries(1)
+        // A zone where it is about noon now, with quiet hours from an hour ago till two hours before now tomorrow.
+        let offset = 12 - Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).hour!
+        let zone = offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        try f.connection.execute("UPDATE organizations SET time_zone = \(zone)")
+        try f.connection.execute("""
+            INSERT INTO organization_delivery_policies (organization_id, quiet_hours_start, quiet_hours_end)
+            SELECT id, (now() AT TIME ZONE \(zone) - interval '1 hour')::time, (now() AT TIME ZONE \(zone) - interval '2 hours')::time FROM organizations
+            """)
+        try f.connection.execute("UPDATE deliveries SET attempts = 1")
+        try f.connection.execute("""
+            INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
+            SELECT id, user_id, (now() AT TIME ZONE \(zone))::date, 2, 'inactivity_check' FROM notifications
+            """)
+        let result = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["postponed_for_quiet_hours"] as? Int == 1, "\(result.stdout)")
+        #expect(pushes(.apns).isEmpty)
+        let days: [Int] = try f.connection.query("""
+            SELECT s.local_day - (now() AT TIME ZONE \(zone))::date FROM daily_push_slots s
+            """).map { try $0.decode(0) }
+        #expect(days == [1], "the slot is tomorrow's, the day the push goes: \(days)")
+        let due: Int = try f.connection.query("""
+            SELECT (q.next_attempt_at AT TIME ZONE \(zone))::date - (now() AT TIME ZONE \(zone))::date FROM delivery_queue q
+            """).first!.decode(0)
+        #expect(due == 1, "due tomorrow, when the quiet hours end")
+    }
+
     /// A push that waited, found inside quiet hours that last past its expiry, is not postponed to expire unsent:
     /// a push-only notification (out of the inbox) was then lost without a trace, as the jobs never lose one they
     /// would defer past its expiry (`inbox_only_quiet_hours`). It is cancelled and joins the inbox now.
