@@ -22,6 +22,8 @@ public struct EventNotifyRunner {
     }
 
     public static let job = "event-notify"
+    /// How long the drain waits for subjects another session holds before it lets them be (`SubjectOrder`).
+    static let heldBackAtMost: Duration = .seconds(5)
 
     public let processor: EventProcessor
     public var options: JobOptions
@@ -72,6 +74,9 @@ public struct EventNotifyRunner {
         let stop = StopRequest.shared
         var connection: Connection? = nil
         var reconnectDelay = 1.0
+        /// Since when the drain has found only subjects another session holds (`SubjectOrder`), and whether it said so.
+        var heldSince: ContinuousClock.Instant? = nil
+        var heldTooLong = false
         var lastPrune: ContinuousClock.Instant? = nil
         var lastMetrics: ContinuousClock.Instant? = nil
         /// Whether the last delivery went through, as the metrics last said: a change is published at once.
@@ -109,10 +114,26 @@ public struct EventNotifyRunner {
                         setAside = true
                     }
                     if taken == 0 && batch.heldBack > 0 {
-                        // Another process decides their subjects' earlier events: taken once it has committed.
-                        Thread.sleep(forTimeInterval: 0.02)
-                        continue
+                        // Only subjects another session holds are left: taken once it commits. A session that holds
+                        // them for long (a batch stuck, one left idle in a transaction) ends the drain, so a service
+                        // goes on (it waits, says it is alive, tries again) and `--once` ends, leaving them pending.
+                        let since = heldSince ?? ContinuousClock.now
+                        heldSince = since
+                        if ContinuousClock.now - since < Self.heldBackAtMost {
+                            Thread.sleep(forTimeInterval: 0.02)
+                            continue
+                        }
+                        if !heldTooLong {
+                            heldTooLong = true
+                            let subjects = processor.held.current.joined(separator: ", ")
+                            let message = "the events of \(batch.heldBack) subject(s) (\(subjects)) stay pending: another session has held some of them locked for \(Self.heldBackAtMost) (another event-notify's batch, or a session idle in a transaction: see pg_stat_activity)"
+                            logger.warning("\(message); tried again as they come free")
+                            if settings.once { run.degrade(.tempFail, message) }
+                        }
+                        break
                     }
+                    heldSince = nil
+                    heldTooLong = false
                     if taken == 0 { break }
                     drained = true
                     events += taken

@@ -14,6 +14,8 @@ public struct EventProcessor {
     public var batchSize: Int
     /// The scenarios that could not run, for now: their events wait.
     public let suspended = SuspendedScenarios()
+    /// The subjects recent batches held back, which claims pass over for a moment (`HeldSubjects`).
+    public let held = HeldSubjects()
     /// For tests: called inside a batch's transaction when it reaches each stage, to let another session act then.
     var reached: ((BatchStage) throws -> Void)?
 
@@ -39,7 +41,8 @@ public struct EventProcessor {
     }
 
     /// Claims and processes one batch on `connection`; returns how many events it processed (0 and none held back:
-    /// nothing pending) and how many it left pending because another batch holds their subject (`SubjectOrder`).
+    /// nothing pending) and how many subjects it left pending because another batch holds some of their events
+    /// (`SubjectOrder`), or, when it found nothing else, how many held subjects wait to be taken again.
     /// A deadlock or serialization failure (another transaction on the same rows: an app withdrawing an
     /// assignment, a job taking daily slots) rolls the batch back whole; it is taken again, up to 3 times.
     /// An error of the data (see `PostgresError.isDataAtFault`: a value an event row holds that cannot be read, a
@@ -86,47 +89,58 @@ public struct EventProcessor {
     /// `processBatch`. When more than one event failed alone with the very same error, and not on a value that
     /// cannot be read, the fault is more likely the code's or the schema's than each event's (an old build left
     /// running after a migration that added a constraint): none is set aside, and the error ends the run, as
-    /// before; setting them aside would lose each event's notification until someone handed it back. An event is
-    /// taken with its subject's other pending events (`SubjectOrder`), and alone when that meets a data exception
-    /// (the exception may be another event's of its subject).
+    /// before; setting them aside would lose each event's notification until someone handed it back. An event
+    /// decided by subject (`SubjectOrder`) is taken with its subject's other pending events, and when that fails
+    /// they are all set aside together, with the error: a notice decided without one of them could name dates
+    /// that no longer hold, or be sent again when the other is handed back.
     private func processOneByOne(on connection: Connection, runID: Int, now: Date, logger: Logger, summary: inout ScenarioSummary) throws -> BatchOutcome {
         let pending = try connection.query("""
-            SELECT id FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[]) ORDER BY id LIMIT \(batchSize)
-            """)
+            SELECT id, kind, subject_id FROM events WHERE processed_at IS NULL AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
+             ORDER BY id LIMIT \(batchSize)
+            """).map { SubjectOrder.Event(id: try $0.decode(0), kind: try $0.decode(1), subject: try $0.decode(2)) }
+        let order = subjectOrder
         var outcome = BatchOutcome()
-        var failed: [(id: Int, error: PostgresError)] = []
-        for row in pending {
-            let id: Int = try row.decode(0)
+        var failed: [(ids: [Int], error: PostgresError)] = []
+        var failedSubjects = Set<String>()
+        for event in pending {
+            let subject = order.kinds.contains(event.kind) ? event.subject : nil
+            if let subject, failedSubjects.contains(subject) { continue }
             let counted = summary
-            for alone in [false, true] {
-                do {
-                    outcome += try retryingConflicts(logger: logger, summary: &summary) { summary in
-                        try processBatchOnce(only: id, alone: alone, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
-                    }
-                } catch let unusable as UnusableScenario {
-                    summary = counted
-                    suspended.suspend(unusable, logger: logger)
-                } catch let error as PostgresError where error.isDataAtFault {
-                    summary = counted
-                    if alone { failed.append((id, error)) } else { continue }
+            do {
+                outcome += try retryingConflicts(logger: logger, summary: &summary) { summary in
+                    try processBatchOnce(only: event.id, on: connection, runID: runID, now: now, logger: logger, summary: &summary)
                 }
-                break
+            } catch let unusable as UnusableScenario {
+                summary = counted
+                suspended.suspend(unusable, logger: logger)
+            } catch let error as PostgresError where error.isDataAtFault {
+                summary = counted
+                if let subject {
+                    failedSubjects.insert(subject)
+                    failed.append((try order.pendingEvents(of: subject, on: connection), error))
+                } else {
+                    failed.append(([event.id], error))
+                }
             }
         }
         if failed.count > 1, let first = failed.first?.error, !first.isUnreadableValue,
            failed.allSatisfy({ $0.error.description == first.description }) {
             throw first
         }
-        for (id, error) in failed {
+        for (ids, error) in failed {
             let reason = error.description
             let marked = try connection.query("""
                 UPDATE events SET processed_at = now(), job_run_id = \(runID), error = \(reason)
-                 WHERE id = \(id) AND processed_at IS NULL RETURNING kind
+                 WHERE id = ANY(\(PostgresArray(ids))::bigint[]) AND processed_at IS NULL RETURNING id, kind
                 """)
-            guard let kind: String = try marked.first?.decode(0) else { continue }
-            outcome.processed += 1
-            summary.failedEvents += 1
-            logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error), fix what wrote it")
+            for row in marked {
+                let id: Int = try row.decode(0)
+                let kind: String = try row.decode(1)
+                outcome.processed += 1
+                summary.failedEvents += 1
+                let together = ids.count > 1 ? " (with the other events of its subject, decided together)" : ""
+                logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error)\(together), fix what wrote it")
+            }
         }
         return outcome
     }
@@ -138,15 +152,14 @@ public struct EventProcessor {
 
     /// Claims and processes the oldest pending events (or only event `only`) in one transaction. A batch whose
     /// subjects gained an event while it decided them (`SubjectsChangedMidBatch`) is made again with those subjects
-    /// held back; after 8 such, with every ordered subject of its claim held back. `alone`: event `only` without the
-    /// other events of its subject.
-    private func processBatchOnce(only: Int? = nil, alone: Bool = false, on connection: Connection, runID: Int, now: Date, logger: Logger,
+    /// held back; after 3 such, with every ordered subject of its claim held back.
+    private func processBatchOnce(only: Int? = nil, on connection: Connection, runID: Int, now: Date, logger: Logger,
                                   summary: inout ScenarioSummary) throws -> BatchOutcome {
         var holdingBack = Set<String>()
         let counted = summary
         for attempt in 1... {
             do {
-                return try processBatchAttempt(only: only, alone: alone, holdingBack: holdingBack, holdingBackAll: attempt > 8, on: connection, runID: runID,
+                return try processBatchAttempt(only: only, holdingBack: holdingBack, holdingBackAll: attempt > 3, on: connection, runID: runID,
                                                now: now, logger: logger, summary: &summary)
             } catch let changed as SubjectsChangedMidBatch {
                 summary = counted
@@ -157,19 +170,24 @@ public struct EventProcessor {
         fatalError("unreachable")
     }
 
-    private func processBatchAttempt(only: Int?, alone: Bool, holdingBack: Set<String>, holdingBackAll: Bool, on connection: Connection, runID: Int, now: Date,
+    private func processBatchAttempt(only: Int?, holdingBack: Set<String>, holdingBackAll: Bool, on connection: Connection, runID: Int, now: Date,
                                      logger: Logger, summary: inout ScenarioSummary) throws -> BatchOutcome {
-        try connection.transaction {
+        let order = subjectOrder
+        // Passed over: subjects a recent batch held back, which would otherwise be the oldest pending and fill every
+        // claim (a single event asked for is taken whatever).
+        let passedOver = only == nil ? held.current : []
+        return try connection.transaction {
             let claimed = try connection.query("""
                 SELECT id, kind, subject_id FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
                    AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
+                   AND NOT (kind = ANY(\(PostgresArray(order.kinds))::text[]) AND subject_id = ANY(\(PostgresArray(passedOver))::text[]))
                  ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                 """).map { SubjectOrder.Event(id: try $0.decode(0), kind: try $0.decode(1), subject: try $0.decode(2)) }
-            guard claimed.count > 0 else { return BatchOutcome() }
+            guard claimed.count > 0 else { return BatchOutcome(processed: 0, heldBack: passedOver.count) }
             try reached?(.claimed)
-            let order = alone ? SubjectOrder(kinds: []) : subjectOrder
             let everySubject = holdingBackAll ? Set(claimed.compactMap(\.subject)) : []
             let admitted = try order.admit(claimed, holdingBack: holdingBack.union(everySubject), on: connection)
+            held.add(admitted.heldSubjects)
             try reached?(.admitted)
             if !admitted.ids.isEmpty {
                 for handler in handlers where !admitted.kinds.isDisjoint(with: handler.eventKinds) {
@@ -185,7 +203,7 @@ public struct EventProcessor {
                 if !changed.isEmpty { throw SubjectsChangedMidBatch(subjects: changed) }
                 try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(admitted.ids))::bigint[])")
             }
-            return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldBack)
+            return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldSubjects.count)
         }
     }
 
@@ -253,7 +271,8 @@ public struct EventProcessor {
 public struct BatchOutcome: Equatable {
     /// Events decided and marked processed (or set aside with their error).
     public var processed = 0
-    /// Events left pending because another batch holds their subject (`SubjectOrder`): taken again soon.
+    /// Subjects whose events were left pending because another batch holds some of them (`SubjectOrder`), or that
+    /// wait to be taken again: tried again soon.
     public var heldBack = 0
 
     static func += (total: inout BatchOutcome, batch: BatchOutcome) {

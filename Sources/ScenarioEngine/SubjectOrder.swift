@@ -35,8 +35,8 @@ struct SubjectOrder {
         var kinds: Set<String>
         /// The subjects decided.
         var subjects: [String]
-        /// Events held (locked) by the batch but left pending: their subject is another batch's for now.
-        var heldBack: Int
+        /// Subjects whose events the batch holds (locked) but leaves pending: they are another batch's for now.
+        var heldSubjects: Set<String>
     }
 
     /// The claim's events this batch may decide, with the other pending events of their subjects it could take
@@ -49,7 +49,7 @@ struct SubjectOrder {
             ordered[subject, default: []].append(event.id)
         }
         guard !ordered.isEmpty else {
-            return Admitted(ids: claimed.map(\.id), kinds: Set(claimed.map(\.kind)), subjects: [], heldBack: 0)
+            return Admitted(ids: claimed.map(\.id), kinds: Set(claimed.map(\.kind)), subjects: [], heldSubjects: [])
         }
         let subjects = Array(ordered.keys).sorted()
         let claimedIDs = claimed.map(\.id)
@@ -75,7 +75,7 @@ struct SubjectOrder {
         let isHeld = { (event: Event) in self.kinds.contains(event.kind) && event.subject.map(held.contains) == true }
         let admitted = events.filter { !isHeld($0) }.sorted { $0.id < $1.id }
         return Admitted(ids: admitted.map(\.id), kinds: Set(admitted.map(\.kind)), subjects: subjects.filter { !held.contains($0) },
-                        heldBack: events.count - admitted.count)
+                        heldSubjects: held)
     }
 
     /// The decided subjects that have a pending event the batch did not decide: saved after the batch took their
@@ -87,6 +87,40 @@ struct SubjectOrder {
              WHERE processed_at IS NULL AND subject_id = ANY(\(PostgresArray(admitted.subjects))::text[]) AND kind = ANY(\(PostgresArray(kinds))::text[])
                AND id <> ALL(\(PostgresArray(admitted.ids))::bigint[])
             """).map { try $0.decode(0) })
+    }
+}
+
+/// The pending events of `subject` of the ordered kinds, which a failure sets aside together.
+extension SubjectOrder {
+    func pendingEvents(of subject: String, on connection: Connection) throws -> [Int] {
+        try connection.query("""
+            SELECT id FROM events WHERE processed_at IS NULL AND subject_id = \(subject) AND kind = ANY(\(PostgresArray(kinds))::text[]) ORDER BY id
+            """).map { try $0.decode(0) }
+    }
+}
+
+/// The subjects recent batches held back (`SubjectOrder.admit`), which claims pass over for `passOverFor`. Their
+/// events are the oldest pending: each claim took them first again, and once they were as many as a batch, no
+/// event behind them was ever taken. A claim that finds nothing else says how many wait (the drain sleeps a
+/// moment and tries again), and after `passOverFor` they are claimed again.
+public final class HeldSubjects: @unchecked Sendable {
+    private let lock = NSLock()
+    private var until: [String: ContinuousClock.Instant] = [:]
+    static let passOverFor: Duration = .milliseconds(200)
+
+    func add(_ subjects: Set<String>) {
+        guard !subjects.isEmpty else { return }
+        let deadline = ContinuousClock.now + Self.passOverFor
+        lock.withLock { for subject in subjects { until[subject] = deadline } }
+    }
+
+    /// The subjects passed over now.
+    public var current: [String] {
+        lock.withLock {
+            let now = ContinuousClock.now
+            until = until.filter { $0.value > now }
+            return until.keys.sorted()
+        }
     }
 }
 

@@ -34,6 +34,7 @@ import TestSupport
         return mentor
     }
 
+    @discardableResult
     func run(_ job: String, _ extra: [String] = []) throws -> ProcessRunner.Result {
         let result = try Jobs.run(job, ["--now", Jobs.iso(f.now)] + extra, database: db)
         #expect(result.status == 0, "\(job): \(result.stderr)")

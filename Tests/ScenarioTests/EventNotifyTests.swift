@@ -54,6 +54,7 @@ import TestSupport
     }
 
     /// A coordinator (with a device) and `mentor` in their scope.
+    @discardableResult
     func coordinator(_ name: String, of mentor: UUID, in organization: UUID? = nil) throws -> UUID {
         let o = organization ?? org
         let coordinator = try f.user(o, name, role: "coordinator")
