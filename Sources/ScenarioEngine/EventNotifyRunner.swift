@@ -74,9 +74,10 @@ public struct EventNotifyRunner {
         let stop = StopRequest.shared
         var connection: Connection? = nil
         var reconnectDelay = 1.0
-        /// Since when the drain has found only subjects another session holds (`SubjectOrder`), and whether it said so.
-        var heldSince: ContinuousClock.Instant? = nil
+        /// Whether it said that a subject has been held too long (`SubjectOrder`), and whether the last drain left
+        /// only held subjects (it looks again in a moment).
         var heldTooLong = false
+        var heldWaiting = false
         var lastPrune: ContinuousClock.Instant? = nil
         var lastMetrics: ContinuousClock.Instant? = nil
         /// Whether the last delivery went through, as the metrics last said: a change is published at once.
@@ -100,6 +101,7 @@ public struct EventNotifyRunner {
                 // Drain: a batch per transaction, each pushed right after its commit. A drain that took events
                 // says whether all went well; one that found none leaves the last word as it was.
                 var drained = false
+                heldWaiting = false
                 var drainHealthy = true
                 var setAside = false
                 while !stop.isRequested {
@@ -113,27 +115,28 @@ public struct EventNotifyRunner {
                         drainHealthy = false
                         setAside = true
                     }
-                    if taken == 0 && batch.heldBack > 0 {
-                        // Only subjects another session holds are left: taken once it commits. A session that holds
-                        // them for long (a batch stuck, one left idle in a transaction) ends the drain, so a service
-                        // goes on (it waits, says it is alive, tries again) and `--once` ends, leaving them pending.
-                        let since = heldSince ?? ContinuousClock.now
-                        heldSince = since
-                        if ContinuousClock.now - since < Self.heldBackAtMost {
-                            Thread.sleep(forTimeInterval: 0.02)
-                            continue
-                        }
-                        if !heldTooLong {
+                    // A subject another session has held for long (a batch stuck, a session idle in a transaction
+                    // with some of its events locked) is said once; `--once` then ends with 75, leaving it pending.
+                    if let held = processor.held.longest {
+                        if held.waited >= Self.heldBackAtMost && !heldTooLong {
                             heldTooLong = true
-                            let subjects = processor.held.current.joined(separator: ", ")
-                            let message = "the events of \(batch.heldBack) subject(s) (\(subjects)) stay pending: another session has held some of them locked for \(Self.heldBackAtMost) (another event-notify's batch, or a session idle in a transaction: see pg_stat_activity)"
+                            let message = "the events of \(held.subjects.count) subject(s) (\(held.subjects.joined(separator: ", "))) stay pending: another session has held some of them locked for \(Self.heldBackAtMost) (another event-notify's batch, or a session idle in a transaction: see pg_stat_activity)"
                             logger.warning("\(message); tried again as they come free")
                             if settings.once { run.degrade(.tempFail, message) }
                         }
+                    } else {
+                        heldTooLong = false
+                    }
+                    if taken == 0 && batch.heldBack > 0 {
+                        // Only held subjects are left: taken once the session that holds them commits. `--once` tries
+                        // again in a moment; a service waits as after a drain (LISTEN, metrics), but only a moment.
+                        if settings.once && !heldTooLong {
+                            Thread.sleep(forTimeInterval: 0.02)
+                            continue
+                        }
+                        heldWaiting = true
                         break
                     }
-                    heldSince = nil
-                    heldTooLong = false
                     if taken == 0 { break }
                     drained = true
                     events += taken
@@ -166,7 +169,8 @@ public struct EventNotifyRunner {
                 // Woken for the next heartbeat too: a poll interval above 15 s (the demo's 30) wrote the file that
                 // much less often, and an alert on its age would fire on a service that was well.
                 let nextHeartbeat = lastMetrics.map { .seconds(15) - (ContinuousClock.now - $0) } ?? .zero
-                try wait(database, atMost: max(.milliseconds(50), min(settings.pollInterval, nextHeartbeat)))
+                let atMost = heldWaiting ? HeldSubjects.passOverFor : settings.pollInterval
+                try wait(database, atMost: max(.milliseconds(50), min(atMost, nextHeartbeat)))
             } catch {
                 guard !settings.once, Self.isConnectionLoss(error) else { throw error }
                 logger.warning("\(connection == nil ? "cannot connect to the database" : "database connection lost") (\(error)); reconnecting in \(Int(reconnectDelay)) s")

@@ -123,7 +123,7 @@ public struct EventProcessor {
                 }
             }
         }
-        if failed.count > 1, let first = failed.first?.error, !first.isUnreadableValue,
+        if failed.reduce(0, { $0 + $1.ids.count }) > 1, let first = failed.first?.error, !first.isUnreadableValue,
            failed.allSatisfy({ $0.error.description == first.description }) {
             throw first
         }
@@ -180,14 +180,14 @@ public struct EventProcessor {
             let claimed = try connection.query("""
                 SELECT id, kind, subject_id FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
                    AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
-                   AND NOT (kind = ANY(\(PostgresArray(order.kinds))::text[]) AND subject_id = ANY(\(PostgresArray(passedOver))::text[]))
+                   AND NOT coalesce(kind = ANY(\(PostgresArray(order.kinds))::text[]) AND subject_id = ANY(\(PostgresArray(passedOver))::text[]), false)
                  ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED
                 """).map { SubjectOrder.Event(id: try $0.decode(0), kind: try $0.decode(1), subject: try $0.decode(2)) }
             guard claimed.count > 0 else { return BatchOutcome(processed: 0, heldBack: passedOver.count) }
             try reached?(.claimed)
             let everySubject = holdingBackAll ? Set(claimed.compactMap(\.subject)) : []
             let admitted = try order.admit(claimed, holdingBack: holdingBack.union(everySubject), on: connection)
-            held.add(admitted.heldSubjects)
+            held.add(admitted.heldByOthers)
             try reached?(.admitted)
             if !admitted.ids.isEmpty {
                 for handler in handlers where !admitted.kinds.isDisjoint(with: handler.eventKinds) {
@@ -202,8 +202,9 @@ public struct EventProcessor {
                 let changed = try order.changedMeanwhile(admitted, on: connection)
                 if !changed.isEmpty { throw SubjectsChangedMidBatch(subjects: changed) }
                 try connection.execute("UPDATE events SET processed_at = now(), job_run_id = \(runID) WHERE id = ANY(\(PostgresArray(admitted.ids))::bigint[])")
+                held.release(admitted.subjects)
             }
-            return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldSubjects.count)
+            return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldBack.count)
         }
     }
 

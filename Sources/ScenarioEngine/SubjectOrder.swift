@@ -35,8 +35,11 @@ struct SubjectOrder {
         var kinds: Set<String>
         /// The subjects decided.
         var subjects: [String]
-        /// Subjects whose events the batch holds (locked) but leaves pending: they are another batch's for now.
-        var heldSubjects: Set<String>
+        /// Subjects whose events the batch holds (locked) but leaves pending: those of `heldByOthers`, and those it
+        /// was asked to hold back (`holdingBack`: they changed while an earlier attempt decided them).
+        var heldBack: Set<String>
+        /// Subjects some of whose pending events another session holds: they are another batch's for now.
+        var heldByOthers: Set<String>
     }
 
     /// The claim's events this batch may decide, with the other pending events of their subjects it could take
@@ -49,7 +52,7 @@ struct SubjectOrder {
             ordered[subject, default: []].append(event.id)
         }
         guard !ordered.isEmpty else {
-            return Admitted(ids: claimed.map(\.id), kinds: Set(claimed.map(\.kind)), subjects: [], heldSubjects: [])
+            return Admitted(ids: claimed.map(\.id), kinds: Set(claimed.map(\.kind)), subjects: [], heldBack: [], heldByOthers: [])
         }
         let subjects = Array(ordered.keys).sorted()
         let claimedIDs = claimed.map(\.id)
@@ -64,18 +67,19 @@ struct SubjectOrder {
         }
         // Every pending event of those subjects now, taken or not: one this batch does not hold is another's.
         let taken = Set(events.map(\.id))
-        var held = holdingBack.intersection(subjects)
+        var byOthers = Set<String>()
         for row in try connection.query("""
             SELECT id, subject_id FROM events
              WHERE processed_at IS NULL AND subject_id = ANY(\(PostgresArray(subjects))::text[]) AND kind = ANY(\(PostgresArray(kinds))::text[])
             """) {
             let id: Int = try row.decode(0)
-            if !taken.contains(id) { held.insert(try row.decode(1)) }
+            if !taken.contains(id) { byOthers.insert(try row.decode(1)) }
         }
+        let held = byOthers.union(holdingBack.intersection(subjects))
         let isHeld = { (event: Event) in self.kinds.contains(event.kind) && event.subject.map(held.contains) == true }
         let admitted = events.filter { !isHeld($0) }.sorted { $0.id < $1.id }
         return Admitted(ids: admitted.map(\.id), kinds: Set(admitted.map(\.kind)), subjects: subjects.filter { !held.contains($0) },
-                        heldSubjects: held)
+                        heldBack: held, heldByOthers: byOthers)
     }
 
     /// The decided subjects that have a pending event the batch did not decide: saved after the batch took their
@@ -99,27 +103,53 @@ extension SubjectOrder {
     }
 }
 
-/// The subjects recent batches held back (`SubjectOrder.admit`), which claims pass over for `passOverFor`. Their
-/// events are the oldest pending: each claim took them first again, and once they were as many as a batch, no
-/// event behind them was ever taken. A claim that finds nothing else says how many wait (the drain sleeps a
-/// moment and tries again), and after `passOverFor` they are claimed again.
+/// The subjects recent batches held back because another session holds some of their events (`SubjectOrder.admit`),
+/// which claims pass over for `passOverFor`. Their events are the oldest pending: each claim took them first
+/// again, and once they were as many as a batch, no event behind them was ever taken. A claim that finds nothing
+/// else says how many wait (the drain waits a moment and tries again), and after `passOverFor` they are claimed
+/// again. Each is known from when it was first held until it is decided here, or until it is not held again for
+/// `forgetAfter` (decided elsewhere), so the drain can tell how long the oldest has waited.
 public final class HeldSubjects: @unchecked Sendable {
     private let lock = NSLock()
-    private var until: [String: ContinuousClock.Instant] = [:]
+    private var held: [String: (since: ContinuousClock.Instant, until: ContinuousClock.Instant)] = [:]
     static let passOverFor: Duration = .milliseconds(200)
+    static let forgetAfter: Duration = .seconds(1)
 
     func add(_ subjects: Set<String>) {
         guard !subjects.isEmpty else { return }
-        let deadline = ContinuousClock.now + Self.passOverFor
-        lock.withLock { for subject in subjects { until[subject] = deadline } }
+        let now = ContinuousClock.now
+        lock.withLock {
+            forget(now)
+            for subject in subjects { held[subject] = (held[subject]?.since ?? now, now + Self.passOverFor) }
+        }
+    }
+
+    /// Decided: no longer held.
+    func release(_ subjects: [String]) {
+        guard !subjects.isEmpty else { return }
+        lock.withLock { for subject in subjects { held[subject] = nil } }
+    }
+
+    private func forget(_ now: ContinuousClock.Instant) {
+        held = held.filter { $0.value.until + Self.forgetAfter > now }
     }
 
     /// The subjects passed over now.
     public var current: [String] {
         lock.withLock {
             let now = ContinuousClock.now
-            until = until.filter { $0.value > now }
-            return until.keys.sorted()
+            forget(now)
+            return held.filter { $0.value.until > now }.keys.sorted()
+        }
+    }
+
+    /// The subjects held, and how long the one held longest has waited (nil: none).
+    public var longest: (subjects: [String], waited: Duration)? {
+        lock.withLock {
+            let now = ContinuousClock.now
+            forget(now)
+            guard let oldest = held.values.map(\.since).min() else { return nil }
+            return (held.keys.sorted(), now - oldest)
         }
     }
 }

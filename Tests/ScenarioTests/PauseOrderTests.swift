@@ -176,6 +176,43 @@ import TestSupport
         #expect(bodies.count == 1 && bodies[0].contains("til \(dateText(inDays: 20))"), "the start names the new end, once: \(bodies)")
     }
 
+    /// The same, while other events keep coming (a pause saved every second for 9 s): the held pause is said after
+    /// 5 s, and `--once` ends the first time only it is left after that. Before: each batch that took an event
+    /// started the 5 s again, so nothing was said until 5 s after the last event.
+    @Test func aPauseHeldWhileOtherEventsKeepComingIsSaidAfterFiveSeconds() throws {
+        try savePause(endsInDays: 10)
+        try movePauseEnd(toDays: 20)
+        let holder = try db.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT id FROM events WHERE kind = 'pause_started' AND mentor_id = \(mentor) FOR UPDATE")
+        let others = try (0..<9).map { try f.mentor(org, "Ola \($0)", lastActivityDaysAgo: 1) }
+        let database = db
+        let done = DispatchSemaphore(value: 0)
+        let trickle = Thread {
+            defer { done.signal() }
+            guard let app = try? database.connect() else { return }
+            for ola in others {
+                Thread.sleep(forTimeInterval: 1)
+                _ = try? app.execute("INSERT INTO availability_pauses (mentor_id, starts_at) VALUES (\(ola), now() + interval '1 day')")
+            }
+        }
+        let started = Date()
+        trickle.start()
+        let result = try Jobs.run("event-notify", ["--once", "--batch-size", "1"], database: db)
+        let took = Date().timeIntervalSince(started)
+        #expect(result.status == 75, "\(result.stderr)")
+        #expect(result.stderr.contains("stay pending: another session has held some of them locked"), "\(result.stderr)")
+        #expect(took < 12.5, "ended once only the held pause was left, not 5 s after the last event (\(took) s)")
+        done.wait()
+        let pending: [String] = try f.connection.query("""
+            SELECT u.display_name FROM events e JOIN users u ON u.id = e.mentor_id WHERE e.processed_at IS NULL ORDER BY e.id
+            """).map { try $0.decode(0) }
+        #expect(Array(pending.prefix(2)) == ["Kari", "Kari"], "the held pause's two events, then what came after the run: \(pending)")
+        let decided: Int = try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NOT NULL AND mentor_id <> \(mentor)").first!.decode(0)
+        #expect(decided >= 4, "the pauses saved in its first 5 s were decided: \(decided)")
+        try holder.execute("ROLLBACK")
+    }
+
     /// An event of a pause that cannot be read sets the pause's other pending events aside with it, and the others
     /// go on (65). Handed back once fixed, they are decided together: a pause called off before its start was
     /// announced is nobody's news. Before, the start was decided alone and the call-off after it, on its own:
