@@ -551,7 +551,11 @@ public final class OutboxEngine {
     }
 
     /// An outcome buffer for the connection that will write it.
-    func makeRecorder() -> OutcomeRecorder { OutcomeRecorder(connection: writer?.connection ?? outcomeConnection ?? connection) }
+    func makeRecorder() -> OutcomeRecorder {
+        let recorder = OutcomeRecorder(connection: writer?.connection ?? outcomeConnection ?? connection)
+        recorder.warn = { [logger] in logger.warning("\($0)") }
+        return recorder
+    }
 
     /// Without a writer: the connection outcomes are written on since the engine's own broke (`flush`).
     private var outcomeConnection: Connection?

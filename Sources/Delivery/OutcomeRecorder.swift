@@ -30,6 +30,8 @@ final class OutcomeRecorder {
     private var confirmations: [String: String] = [:]
     /// Postponed pushes and the recipient's local day (yyyy-mm-dd) they now go on: their daily slot moves there.
     private var slotMoves: [(id: Int, day: String)] = []
+    /// Where what goes wrong on the side is said (the engine's log).
+    var warn: (String) -> Void = { _ in }
 
     init(connection: Connection) { self.connection = connection }
 
@@ -69,27 +71,44 @@ final class OutcomeRecorder {
         }
     }
 
-    /// Moves the daily slots of pushes postponed past their local midnight to the day they now go on: counted on
-    /// the day decided, the next day let its whole cap go out beside them. Only a push whose postponement was
-    /// written (still queued, its lease cleared) and none of whose notification's pushes went out. The new day's
-    /// lock (`DailySlots`) is only tried: this write holds queue rows, which a recorder holding that lock may be
-    /// waiting for, so a slot whose day a recorder is allocating at this very moment stays where it was.
-    private func moveSlots() throws {
+    /// Moves the daily slots of pushes postponed past their local midnight to the day they now go on (0052): counted
+    /// on the day decided, the next day let its whole cap go out beside them. Only a push whose postponement was
+    /// written (still queued, its lease cleared) and none of whose notification's pushes went out or is on its way.
+    /// After the outcome write, in a transaction of its own that takes the old and the new day's locks as the jobs'
+    /// recorder does (`DailySlots`: per user and day, in one sorted order, before any row) and holds no queue row, so
+    /// it cannot close a circle with a recorder that waits for queue rows. A failure is logged, never thrown: the
+    /// outcomes are written, and writing them again would repeat their events.
+    private func moveSlots() {
         guard !slotMoves.isEmpty else { return }
-        try connection.execute("""
-            WITH moved AS MATERIALIZED (
-                SELECT DISTINCT s.notification_id, s.user_id, m.day
-                  FROM unnest(\(PostgresArray(slotMoves.map(\.id)))::bigint[], \(PostgresArray(slotMoves.map(\.day)))::date[]) AS m(delivery_id, day)
-                  JOIN deliveries d ON d.id = m.delivery_id
-                  JOIN delivery_queue q ON q.delivery_id = d.id AND q.lease_until IS NULL
-                  JOIN daily_push_slots s ON s.notification_id = d.notification_id AND s.local_day < m.day
-                 WHERE NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.notification_id = d.notification_id AND o.sent_at IS NOT NULL)
-            ), locked AS (
-                SELECT notification_id, day FROM moved
-                 WHERE pg_try_advisory_xact_lock(hashtextextended('daily_push_slots:' || user_id || ':' || to_char(day, 'YYYY-MM-DD'), 0))
-            )
-            UPDATE daily_push_slots s SET local_day = l.day FROM locked l WHERE s.notification_id = l.notification_id
-            """)
+        let ids = PostgresArray(slotMoves.map(\.id)), days = PostgresArray(slotMoves.map(\.day))
+        let moving: Query = """
+            SELECT DISTINCT s.notification_id, s.user_id, s.local_day, m.day
+              FROM unnest(\(ids)::bigint[], \(days)::date[]) AS m(delivery_id, day)
+              JOIN deliveries d ON d.id = m.delivery_id
+              JOIN delivery_queue q ON q.delivery_id = d.id AND q.lease_until IS NULL
+              JOIN daily_push_slots s ON s.notification_id = d.notification_id AND s.local_day < m.day
+             WHERE NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.notification_id = d.notification_id AND (o.state = 'sent' OR o.sent_at IS NOT NULL))
+               AND NOT EXISTS (SELECT 1 FROM deliveries o JOIN delivery_queue oq ON oq.delivery_id = o.id
+                                WHERE o.notification_id = d.notification_id AND oq.lease_until IS NOT NULL)
+            """
+        do {
+            try connection.transaction {
+                _ = try connection.query("""
+                    SELECT pg_advisory_xact_lock(k) FROM (
+                        SELECT DISTINCT hashtextextended('daily_push_slots:' || user_id || ':' || to_char(day, 'YYYY-MM-DD'), 0) AS k
+                          FROM (\(moving)) AS moving(notification_id, user_id, local_day, target)
+                         CROSS JOIN LATERAL (VALUES (local_day), (target)) AS days(day)
+                         ORDER BY 1) keys
+                    """)
+                try connection.execute("""
+                    UPDATE daily_push_slots s SET local_day = m.target, moved_from = coalesce(s.moved_from, s.local_day)
+                      FROM (\(moving)) AS m(notification_id, user_id, local_day, target)
+                     WHERE s.notification_id = m.notification_id
+                    """)
+            }
+        } catch {
+            warn("the daily slots of \(slotMoves.count) postponed push(es) stay on the day they were decided: \(error)")
+        }
     }
 
     /// Cancels a claimed delivery, never sent: taken out of the queue, `cancelled` with an event saying why, its
@@ -255,7 +274,6 @@ final class OutcomeRecorder {
                     """)
                 retired += try result.first!.decode(0, as: Int.self)
             }
-            try moveSlots()
             // Last, after every queue row this write locks: two flushes holding the same endpoint wait for each
             // other here, never in a circle. A hold is only ever lengthened.
             for (endpoint, hold) in holds.sorted(by: { $0.key < $1.key }) {
@@ -276,6 +294,7 @@ final class OutcomeRecorder {
                     """)
             }
         }
+        moveSlots()
         outcomes.removeAll(keepingCapacity: true)
         retirements.removeAll()
         cancellations.removeAll()

@@ -1546,12 +1546,10 @@ import TestSupport
         #expect(events.first?.2?.hasPrefix("inside its recipient's quiet hours: due when they end, ") == true, "\(events)")
     }
 
-    /// A retry postponed by quiet hours past its recipient's midnight goes on the next local day, and counts there
-    /// against the daily cap (before: its slot stayed on the day it was decided, and the next day let the whole
-    /// cap go out beside it).
-    @Test func aPushPostponedPastMidnightTakesItsDailySlotToTheDayItGoes() throws {
+    /// One retry whose organization's zone is about noon now, inside quiet hours that end two hours before now
+    /// tomorrow, with its notification's daily slot taken today. Returns the zone.
+    func aRetryInsideQuietHoursTillTomorrowWithTodaysSlot() throws -> String {
         try bulkDeliveries(1)
-        // A zone where it is about noon now, with quiet hours from an hour ago till two hours before now tomorrow.
         let offset = 12 - Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).hour!
         let zone = offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
         try f.connection.execute("UPDATE organizations SET time_zone = \(zone)")
@@ -1564,18 +1562,51 @@ import TestSupport
             INSERT INTO daily_push_slots (notification_id, user_id, local_day, priority, scenario)
             SELECT id, user_id, (now() AT TIME ZONE \(zone))::date, 2, 'inactivity_check' FROM notifications
             """)
+        return zone
+    }
+
+    /// The slot's day, in days from today in `zone`, and the day it was moved from (likewise).
+    func slotDays(_ zone: String) throws -> [[Int?]] {
+        try f.connection.query("""
+            SELECT s.local_day - (now() AT TIME ZONE \(zone))::date, s.moved_from - (now() AT TIME ZONE \(zone))::date FROM daily_push_slots s
+            """).map { [try $0.decode(0), try $0.decode(1)] }
+    }
+
+    /// A retry postponed by quiet hours past its recipient's midnight goes on the next local day, and counts there
+    /// against the daily cap (before: its slot stayed on the day it was decided, and the next day let the whole
+    /// cap go out beside it). Read in the inbox before it went (the app cancels it), its slot goes back to today,
+    /// where its first attempt may have reached the phone (before 0052: it stayed on tomorrow, where nothing went).
+    @Test func aPushPostponedPastMidnightTakesItsDailySlotToTheDayItGoes() throws {
+        let zone = try aRetryInsideQuietHoursTillTomorrowWithTodaysSlot()
         let result = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(result.status == 0, "\(result.stderr)")
         #expect((result.summary?["push"] as? [String: Any])?["postponed_for_quiet_hours"] as? Int == 1, "\(result.stdout)")
         #expect(pushes(.apns).isEmpty)
-        let days: [Int] = try f.connection.query("""
-            SELECT s.local_day - (now() AT TIME ZONE \(zone))::date FROM daily_push_slots s
-            """).map { try $0.decode(0) }
-        #expect(days == [1], "the slot is tomorrow's, the day the push goes: \(days)")
+        #expect(try slotDays(zone) == [[1, 0]], "the slot is tomorrow's, the day the push goes, moved from today")
         let due: Int = try f.connection.query("""
             SELECT (q.next_attempt_at AT TIME ZONE \(zone))::date - (now() AT TIME ZONE \(zone))::date FROM delivery_queue q
             """).first!.decode(0)
         #expect(due == 1, "due tomorrow, when the quiet hours end")
+        try f.connection.execute("SELECT cancel_deliveries(array(SELECT id FROM deliveries), 'read in the inbox')")
+        #expect(try slotDays(zone) == [[0, nil]], "back on today, where its first attempt was made")
+    }
+
+    /// A job allocating the user's slots for tomorrow at that moment holds the day's lock: the move waits for it
+    /// (before: it only tried the lock, and the slot stayed on today without a word).
+    @Test func aSlotMoveWaitsForAJobAllocatingThatDay() throws {
+        let zone = try aRetryInsideQuietHoursTillTomorrowWithTodaysSlot()
+        let job = try db.connect()
+        try job.execute("""
+            SELECT pg_advisory_lock(hashtextextended('daily_push_slots:' || user_id || ':' || to_char(local_day + 1, 'YYYY-MM-DD'), 0))
+              FROM daily_push_slots
+            """)
+        let running = try ProcessRunner.start(Paths.executable("push-deliver"), ["--database-url", db.url], environment: push.variables)
+        usleep(3_000_000)
+        #expect(try slotDays(zone) == [[0, nil]], "not moved while the job holds tomorrow")
+        _ = try job.execute("SELECT pg_advisory_unlock_all()")
+        let result = try running.wait()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try slotDays(zone) == [[1, 0]], "moved once the job let go")
     }
 
     /// A push that waited, found inside quiet hours that last past its expiry, is not postponed to expire unsent:
