@@ -152,7 +152,8 @@ enum MessageTemplateLoader {
             let organization = try row.decode(1, as: UUID?.self)
             let title: String = try row.decode(2), body: String = try row.decode(3)
             do {
-                let pair = try CheckedPairs.shared.pair(title: title, body: body, variables: variables)
+                let pair = try CheckedPairs.shared.pair(row: "\(scenario)/\(organization?.lowercasedString ?? "default")/\(language)",
+                                                        title: title, body: body, variables: variables)
                 if let organization { loaded.overrides[organization, default: [:]][language] = pair } else { loaded.defaults[language] = pair }
             } catch let problem as TemplateCheck.Problem {
                 let location = "message template \(scenario)/\(language)\(organization == nil ? " (the default)" : ""): \(problem.message)"
@@ -167,30 +168,26 @@ enum MessageTemplateLoader {
     }
 }
 
-/// Template pairs already checked, by their texts and the variables they may name: every batch of every job loads
-/// its scenario's templates, and checking them (parsing, then rendering with every flag on and off) took a third of
-/// event-notify's CPU, several milliseconds a batch of one or two pauses (perf, stop 32). A changed row or variable
-/// is another key, checked afresh; a text found wrong is remembered as wrong.
+/// Template pairs already checked, by their row (scenario, organization, language) with the texts and variables
+/// they were checked with: every batch of every job loads its scenario's templates, and checking them (parsing,
+/// then rendering with every flag on and off) took a third of event-notify's CPU, several milliseconds a batch of
+/// one or two pauses (perf, stop 32). A row whose text or variables changed is checked afresh and replaces what was
+/// remembered, so the memory is bounded by the table; a text found wrong is remembered as wrong.
 final class CheckedPairs: @unchecked Sendable {
     static let shared = CheckedPairs()
     private let lock = NSLock()
-    private var checked: [String: Result<MessageTemplates.Pair, TemplateCheck.Problem>] = [:]
-    /// Beyond this many texts (organizations editing theirs all day), the memory starts over.
-    static let atMost = 5_000
+    private var checked: [String: (texts: String, result: Result<MessageTemplates.Pair, TemplateCheck.Problem>)] = [:]
 
-    func pair(title: String, body: String, variables: [TemplateVariable]) throws -> MessageTemplates.Pair {
-        let key = ([title, body] + variables.map { "\($0.name):\($0.kind.rawValue)" }).joined(separator: "\u{0}")
-        if let known = lock.withLock({ checked[key] }) { return try known.get() }
+    func pair(row: String, title: String, body: String, variables: [TemplateVariable]) throws -> MessageTemplates.Pair {
+        let texts = ([title, body] + variables.map { "\($0.name):\($0.kind.rawValue)" }).joined(separator: "\u{0}")
+        if let known = lock.withLock({ checked[row] }), known.texts == texts { return try known.result.get() }
         let result: Result<MessageTemplates.Pair, TemplateCheck.Problem>
         do {
             result = .success(try MessageTemplates.Pair(title: title, body: body, variables: variables))
         } catch let problem as TemplateCheck.Problem {
             result = .failure(problem)
         }
-        lock.withLock {
-            if checked.count >= Self.atMost { checked.removeAll() }
-            checked[key] = result
-        }
+        lock.withLock { checked[row] = (texts, result) }
         return try result.get()
     }
 }

@@ -78,16 +78,16 @@ import TestSupport
         try f.inbox(coordinator).filter { $0.category == "availability_change" }.map(\.body)
     }
 
-    /// The change is saved after the batch claimed the start and before it read the pause: the start's notice
-    /// names the new end, and the change is not announced again with the same dates (before: two notices).
-    @Test func aChangeSavedWhileItsStartIsDecidedIsNotAnnouncedTwice() throws {
+    /// Saves the pause, then drains with its end moved from 10 to 20 days when a batch first reaches `stage`;
+    /// the coordinator must have one notice, naming the new end, and nothing must be left pending.
+    func changeThePauseWhenABatchReaches(_ stage: EventProcessor.BatchStage) throws {
         try savePause(endsInDays: 10)
         let connection = try db.connect()
         let run = try runID(connection)
         var first = processor()
         var moved = false
-        first.reached = { stage in
-            guard stage == .claimed, !moved else { return }
+        first.reached = { reached in
+            guard reached == stage, !moved else { return }
             moved = true
             try movePauseEnd(toDays: 20)
         }
@@ -99,24 +99,16 @@ import TestSupport
         #expect(try f.connection.query("SELECT count(*) FROM events WHERE processed_at IS NULL").first!.decode(0) as Int == 0)
     }
 
+    /// The change is saved after the batch claimed the start and before it read the pause: the start's notice
+    /// names the new end, and the change is not announced again with the same dates (before: two notices).
+    @Test func aChangeSavedWhileItsStartIsDecidedIsNotAnnouncedTwice() throws {
+        try changeThePauseWhenABatchReaches(.claimed)
+    }
+
     /// The change is saved after the batch took the pause's pending events and before it read the pause: the batch
     /// is made again with the change (before: the start named the new end, and the change did again).
     @Test func aChangeSavedAfterTheBatchTookThePausesEventsIsNotAnnouncedTwice() throws {
-        try savePause(endsInDays: 10)
-        let connection = try db.connect()
-        let run = try runID(connection)
-        var first = processor()
-        var moved = false
-        first.reached = { stage in
-            guard stage == .admitted, !moved else { return }
-            moved = true
-            try movePauseEnd(toDays: 20)
-        }
-        try drain(first, on: connection, runID: run)
-        #expect(moved)
-        let bodies = try notices()
-        #expect(bodies.count == 1, "\(bodies)")
-        #expect(bodies.allSatisfy { $0.contains("til \(dateText(inDays: 20))") }, "\(bodies)")
+        try changeThePauseWhenABatchReaches(.admitted)
     }
 
     /// Two processes: one has decided the start with the old end and not committed; the change is saved and the

@@ -11,7 +11,8 @@
 -- before (the second finds nothing left to cancel).
 
 -- Planned once per session (a generic plan): planned anew for each batch (custom plans), it cost 1.9 ms a batch
--- instead of 0.3.
+-- instead of 0.3. The setting holds for what it calls too (cancel_pushes_of, cancel_deliveries, their triggers),
+-- whose plans were the same shape either way.
 CREATE OR REPLACE FUNCTION cancel_unwanted_new_pushes(p_notifications uuid[]) RETURNS void LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
