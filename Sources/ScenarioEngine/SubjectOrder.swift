@@ -46,15 +46,10 @@ struct SubjectOrder {
     /// (locked `FOR UPDATE SKIP LOCKED`). A subject with a pending event the batch could not take, or in `holdingBack`,
     /// is left pending whole.
     func admit(_ claimed: [Event], holdingBack: Set<String>, on connection: Connection) throws -> Admitted {
-        var ordered: [String: [Int]] = [:]
-        for event in claimed where kinds.contains(event.kind) {
-            guard let subject = event.subject else { continue }
-            ordered[subject, default: []].append(event.id)
-        }
-        guard !ordered.isEmpty else {
+        let subjects = Set(claimed.filter { kinds.contains($0.kind) }.compactMap(\.subject)).sorted()
+        guard !subjects.isEmpty else {
             return Admitted(ids: claimed.map(\.id), kinds: Set(claimed.map(\.kind)), subjects: [], heldBack: [], heldByOthers: [])
         }
-        let subjects = Array(ordered.keys).sorted()
         let claimedIDs = claimed.map(\.id)
         var events = claimed
         for row in try connection.query("""
