@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ScenarioEngine
 
 /// Buffers delivery outcomes and writes them in one statement per flush: the deliveries' new state
 /// and one `delivery_events` row each; retired tokens, with their other open deliveries settled.
@@ -63,11 +64,8 @@ final class OutcomeRecorder {
         outcomes.append(Outcome(id: claimed.deliveryID, state: nil, attempts: claimed.attempts, nextAttempt: until,
                                 error: "inside its recipient's quiet hours: due when they end, \(Timestamp.iso8601(until))",
                                 messageID: nil, event: "postponed", status: nil, lease: claimed.lease))
-        if let name = claimed.quietHours?.zone, let zone = TimeZone(identifier: name) {
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = zone
-            let day = calendar.dateComponents([.year, .month, .day], from: until)
-            slotMoves.append((claimed.deliveryID, String(format: "%04d-%02d-%02d", day.year!, day.month!, day.day!)))
+        if let zone = claimed.quietHours?.zone, LocalClock.isKnown(zone) {
+            slotMoves.append((claimed.deliveryID, LocalClock.day(of: until, zone: zone)))
         }
     }
 
