@@ -226,6 +226,7 @@ public struct EventProcessor {
             var buffered = printer
             buffered.emit = { lines.append($0) }
             let counted = summary
+            let given = printer.given
             do {
                 try connection.execute("SAVEPOINT whole_plan")
                 for handler in handlers {
@@ -237,6 +238,7 @@ public struct EventProcessor {
             } catch let error as PostgresError where error.isDataAtFault {
                 try connection.execute("ROLLBACK TO SAVEPOINT whole_plan")
                 summary = counted
+                printer.takeBack(to: given)
             }
             // Event by event costs a few queries each: the oldest `planOneByOneAtMost` are planned, and the rest said.
             let pending = try connection.query("""
@@ -249,6 +251,7 @@ public struct EventProcessor {
                 let id: Int = try row.decode(0)
                 let kind: String = try row.decode(1)
                 let before = summary
+                let givenBefore = printer.given
                 try connection.execute("SAVEPOINT one_event")
                 do {
                     for handler in handlers where handler.eventKinds.contains(kind) {
@@ -259,6 +262,7 @@ public struct EventProcessor {
                 } catch let error as PostgresError where error.isDataAtFault {
                     try connection.execute("ROLLBACK TO SAVEPOINT one_event")
                     summary = before
+                    printer.takeBack(to: givenBefore)
                     summary.failedEvents += 1
                     logger.error("event \(id) (\(kind)) cannot be processed: \(error.description); a run would set it aside with the error (events.error)")
                 }

@@ -22,11 +22,22 @@ public struct PlanPrinter {
     private let planned = Planned()
 
     final class Planned {
-        var slots: [String: Int] = [:]
-        var keys: Set<String> = []
+        var given = Given()
         /// When a catch-up run's pushes will go (the run's real time), nil for a run as of now.
         var lateAt: Date?
     }
+
+    /// The daily slots and notifications the plan has given so far.
+    struct Given {
+        var slots: [String: Int] = [:]
+        var keys: Set<String> = []
+    }
+
+    /// What the plan has given so far: `takeBack(to:)` returns to it when a part of the plan is rolled back and made
+    /// again (event-notify's plan made event by event after a scenario's query failed on an unreadable row).
+    var given: Given { planned.given }
+
+    func takeBack(to given: Given) { planned.given = given }
 
     /// Prints one decision as the run would record it; returns the daily slot its push needs, if it needs one (the
     /// caller counts, as the run would allocate them, the pushes over the cap: the dry run's summary said none).
@@ -35,13 +46,13 @@ public struct PlanPrinter {
         var decision = decision
         var needs: DailySlot?
         if case .notify(var draft) = decision {
-            if !planned.keys.insert(draft.dedupeKey).inserted {
+            if !planned.given.keys.insert(draft.dedupeKey).inserted {
                 decision = .suppress(.alreadyNotified, detail: draft.sameAsAnother)
             } else if draft.inboxOnly == nil, recipient.activeDevices > 0 {
                 if let slot = draft.dailySlot, let taken = slot.takenWhenPlanned {
                     let key = "\(recipient.userID) \(slot.localDay)"
-                    let now = taken + planned.slots[key, default: 0]
-                    if now < slot.cap { planned.slots[key, default: 0] += 1 }
+                    let now = taken + planned.given.slots[key, default: 0]
+                    if now < slot.cap { planned.given.slots[key, default: 0] += 1 }
                     draft.dailySlot?.takenWhenPlanned = now
                 }
                 needs = draft.dailySlot

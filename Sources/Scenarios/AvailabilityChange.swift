@@ -68,7 +68,9 @@ public struct AvailabilityChange: EventScenario {
     public func settings(_ reader: SettingsReader) throws -> Settings { Settings() }
 
     public func candidateQuery(rules: [OrganizationRule<Settings>], events: EventSelection, now: Date) -> Query {
-        // A pause called off is gone: its event carries what the notice says (0042).
+        // A pause called off is gone: its event carries what the notice says (0042). The pause is the event's
+        // mentor's (the triggers write it so): an event naming another mentor's pause tells nobody of it, since the
+        // recipients are the named mentor's coordinators (organization scope is a boundary).
         """
         SELECT s.coordinator_id AS user_id, 'pause:' || e.subject_id AS subject, e.id AS event_id, e.kind,
                m.id AS mentor_id, m.display_name AS mentor_name, e.subject_id::bigint AS pause_id,
@@ -76,16 +78,16 @@ public struct AvailabilityChange: EventScenario {
                CASE WHEN p.id IS NULL THEN (e.payload->>'ends_at')::timestamptz ELSE p.ends_at END AS ends_at,
                CASE WHEN p.id IS NULL THEN e.payload->>'reason' ELSE p.reason END AS reason,
                (e.kind IN ('pause_changed', 'pause_withdrawn') AND (
-                   EXISTS (SELECT 1 FROM events l WHERE l.subject_id = e.subject_id AND l.kind LIKE 'pause%' AND l.id > e.id)
-                   OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.kind LIKE 'pause%' AND st.kind = 'pause_started'
+                   EXISTS (SELECT 1 FROM events l WHERE l.subject_id = e.subject_id AND l.mentor_id = e.mentor_id AND l.kind LIKE 'pause%' AND l.id > e.id)
+                   OR EXISTS (SELECT 1 FROM events st WHERE st.subject_id = e.subject_id AND st.mentor_id = e.mentor_id AND st.kind LIKE 'pause%' AND st.kind = 'pause_started'
                                 AND st.id < e.id AND st.processed_at IS NULL)))
                OR (e.kind = 'pause_lifted' AND EXISTS (
                    SELECT 1 FROM events l WHERE l.processed_at IS NULL AND l.id > e.id AND l.mentor_id = e.mentor_id AND l.kind = 'pause_lifted'
-                      AND EXISTS (SELECT 1 FROM availability_pauses lp WHERE lp.id = l.subject_id::bigint)))
+                      AND EXISTS (SELECT 1 FROM availability_pauses lp WHERE lp.id = l.subject_id::bigint AND lp.mentor_id = l.mentor_id)))
                    AS superseded, e.created_at AS event_at,
                \(CurrentPause.columns)
           FROM events e
-          LEFT JOIN availability_pauses p ON p.id = e.subject_id::bigint
+          LEFT JOIN availability_pauses p ON p.id = e.subject_id::bigint AND p.mentor_id = e.mentor_id
           JOIN users m ON m.id = e.mentor_id
           \(CurrentPause.join(mentor: "m.id", now: now))
           JOIN coordinator_scopes s ON s.mentor_id = m.id AND s.organization_id = m.organization_id

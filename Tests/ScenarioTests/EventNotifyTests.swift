@@ -102,6 +102,27 @@ import TestSupport
         #expect(try f.count("notifications") == 6, "nothing twice (Linda, Svein and the administrator, twice each)")
     }
 
+    /// Organization scope is a boundary: an event row naming one mentor and another mentor's pause (a direct write,
+    /// or an app's bug) told the named mentor's coordinators the other pause's dates and reason, across organizations.
+    @Test func anEventNamingAnotherMentorsPauseTellsNobodyOfThatPause() throws {
+        let elsewhere = try f.organization("Elsewhere")
+        let sigrid = try f.mentor(elsewhere, "Sigrid", lastActivityDaysAgo: 1)
+        try coordinator("Their coordinator", of: sigrid, in: elsewhere)
+        let jonas = try f.mentor(org, "Jonas Bakke", lastActivityDaysAgo: 1)
+        let mona = try coordinator("Mona", of: jonas)
+        let pause: Int = try f.connection.query("""
+            INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(sigrid), now(), 'Sykehusopphold') RETURNING id
+            """).first!.decode(0)
+        try f.connection.execute("UPDATE events SET processed_at = now()") // Sigrid's own notice is not what this is about
+        for kind in ["pause_started", "pause_lifted", "pause_changed"] {
+            try f.connection.execute("INSERT INTO events (kind, mentor_id, subject_id) VALUES (\(kind), \(jonas), \(String(pause)))")
+        }
+        try once()
+        let told = try f.inbox(mona).map(\.body)
+        #expect(told.isEmpty, "nothing of Sigrid's pause reaches Jonas's coordinator: \(told)")
+        #expect(try pending() == 0, "the events are done with")
+    }
+
     /// Net state: a pause lifted before its start was decided is announced only as lifted; one lifted after
     /// its start was stored but before the push went out has that push cancelled.
     @Test func aPauseLiftedBeforeItsPushWentOutIsPushedOnlyAsLifted() throws {
@@ -938,6 +959,24 @@ import TestSupport
 
         // The next run has nothing left to trip on.
         #expect(try once().summary?["failed_events"] == nil)
+    }
+
+    /// The plan made again event by event after a scenario's query failed on an unreadable row forgot nothing of
+    /// the first pass: a pause planned by the first pass was shown as SKIP "the same notification as another
+    /// candidate of this run" (text and JSON) while the summary counted it notified and the run then sent it.
+    @Test func aPlanMadeAgainEventByEventShowsWhatTheRunWillDo() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        try coordinator("Linda", of: kari)
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        try f.connection.execute("INSERT INTO events (kind, mentor_id, subject_id) VALUES ('assignment_dispatched', \(kari), 'not-a-uuid')")
+
+        let plan = try Jobs.run("event-notify", ["--once", "--dry-run"], database: db)
+        #expect(plan.status == 65, "stderr: \(plan.stderr)")
+        #expect(plan.stdout.contains("NOTIFY  Linda") && !plan.stdout.contains("SKIP"), "\(plan.stdout)")
+        let json = try Jobs.run("event-notify", ["--once", "--dry-run", "--format", "json"], database: db)
+        let decisions = json.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .compactMap { $0["decision"] as? String }
+        #expect(decisions == ["notify"], "\(json.stdout)")
     }
 
     /// Another organization's invalid settings pass over none of these events: a run that met only valid
