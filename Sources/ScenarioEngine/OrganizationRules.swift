@@ -126,7 +126,8 @@ public enum RuleLoader {
         let filter: PostgresArray<UUID>? = organizations.isEmpty ? nil : PostgresArray(organizations)
         let rows = try connection.query("""
             SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}') || coalesce(\(proposing)::jsonb, '{}'))::text,
-                   o.default_locale, o.time_zone, coalesce(r.priority, d.priority)
+                   o.default_locale, o.time_zone, coalesce(r.priority, d.priority),
+                   EXISTS (SELECT FROM time_zone_names z WHERE z.name = o.time_zone)
               FROM organizations o
               JOIN scenario_defaults d ON d.scenario = \(scenario.key)
               LEFT JOIN organization_scenario_rules r ON r.organization_id = o.id AND r.scenario = d.scenario
@@ -161,7 +162,8 @@ public enum RuleLoader {
                 let messages = templates.templates(for: id)
                 let locale: String = try row.decode(4)
                 let zone: String = try row.decode(5)
-                guard LocalClock.isKnown(zone) else {
+                // Held by `time_zone_names` (what the queries' local days use) and known to Foundation: see `Recipient`.
+                guard try row.decode(7, as: Bool.self) && LocalClock.isKnown(zone) else {
                     throw JobFailure(.config, "\(organization): time_zone \(zone.debugDescription) is not a known time zone; fix its row in organizations (an IANA name such as Europe/Oslo)")
                 }
                 rules.append(OrganizationRule(organizationID: id, organizationName: name, enabled: try row.decode(2), settings: settings,

@@ -56,7 +56,8 @@ public struct Recipient: Sendable {
                      WHERE s.user_id = u.id
                        AND s.local_day = (\(pushesGo)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date)
                END AS recipient_pushes_today,
-               coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels
+               coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels,
+               EXISTS (SELECT FROM time_zone_names z WHERE z.name = u.time_zone) AS recipient_time_zone_held
           FROM (\(query)) c
           JOIN users u ON u.id = c.user_id
           LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
@@ -72,7 +73,7 @@ public struct Recipient: Sendable {
     static let columns = ["recipient_organization_id", "recipient_name", "recipient_locale", "recipient_time_zone",
                           "recipient_push_enabled", "recipient_category_enabled", "recipient_devices",
                           "recipient_quiet_start", "recipient_quiet_end", "recipient_critical", "recipient_daily_cap",
-                          "recipient_pushes_today", "recipient_channels", "recipient_user_channels"]
+                          "recipient_pushes_today", "recipient_channels", "recipient_user_channels", "recipient_time_zone_held"]
 
     /// The recipient's organization, which picks the rule the rest of the row is read with.
     static func organizationID(of row: CandidateRow) throws -> UUID {
@@ -89,7 +90,9 @@ public struct Recipient: Sendable {
         let locale = try column(2, as: String?.self)
         language = locale == nil ? rule.defaultLanguage : Language.resolve(locale, organizationDefault: rule.defaultLocale, available: rule.messages.languages)
         let ownZone = try column(3, as: String?.self)
-        if let ownZone, !LocalClock.isKnown(ownZone) {
+        // Known to both sides: held by `time_zone_names` (what the candidate queries and the daily cap use,
+        // `knownTimeZone`) and by Foundation. Foundation alone takes "GMT+5" as five hours east; PostgreSQL does not.
+        if let ownZone, !(try column(14, as: Bool.self) && LocalClock.isKnown(ownZone)) {
             unknownTimeZone = ownZone
             timeZone = rule.timeZone
         } else {
