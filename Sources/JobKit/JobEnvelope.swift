@@ -50,6 +50,8 @@ extension JobFailure {
             switch error {
             case .invalidConnectionString:
                 self.init(.config, "\(error) (check --database-url or DATABASE_URL)")
+            case .invalidSettings:
+                self.init(.config, "\(error) (check options= in --database-url or DATABASE_URL, and the PG* variables libpq reads: PGSERVICE and its service file, PGOPTIONS, PGSSLMODE, PGPORT, …; trying again will not help)")
             case .connectionFailed where error.refusedLogin == .login:
                 self.init(.noPermission, "\(error) (the server refused the login: check the user and password of --database-url or DATABASE_URL, or PGUSER/PGPASSWORD/.pgpass, and pg_hba.conf; trying again will not help)")
             case .connectionFailed where error.refusedLogin == .connectPrivilege:

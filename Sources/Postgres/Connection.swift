@@ -21,6 +21,13 @@ public final class Connection {
     /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
     /// parse throws `invalidConnectionString`; no error repeats the string or a password in it. The session then runs in
     /// UTC with ISO dates, under `statementTimeout`, and shows `applicationName` in `pg_stat_activity`.
+    /// libpq's words for a service it cannot find (`PGSERVICE`, `service=`, `PGSERVICEFILE`).
+    static let refusedSettings = ["definition of service \"", "service file \"", "syntax error in service file \""]
+    /// The server's words (after FATAL) for startup options it refuses (`options=-c …`, `PGOPTIONS`).
+    static let refusedOptions = ["invalid value for parameter \"", "unrecognized configuration parameter \"",
+                                 "is outside the valid range for parameter \"", "invalid command-line argument",
+                                 "cannot be changed now", "cannot be set after connection start"]
+
     public init(url: String?, applicationName: String, statementTimeout: Duration = .seconds(300)) throws {
         // Keywords are applied in order and a later one wins: connect_timeout may be overridden by the
         // URL, application_name and client_encoding may not.
@@ -52,8 +59,13 @@ public final class Connection {
             // is wrong, and trying again will not help.
             // libpq reads some only as it connects, and says so after the server's name ("connection to server on
             // socket … failed: invalid integer value "abc" for connection option "connect_timeout"").
-            if message.hasPrefix("invalid ") || message.hasPrefix("could not match ") || message.contains(" for connection option \"") {
-                throw PostgresError.invalidConnectionString(message: message)
+            let refusedByLibpq = message.hasPrefix("invalid ") || message.hasPrefix("could not match ") || message.contains(" for connection option \"")
+            if refusedByLibpq, let url, !url.isEmpty { throw PostgresError.invalidConnectionString(message: message) }
+            // The same without a URL is a PG* variable's value; a service libpq cannot find is a setting too, and so are
+            // startup options the server refuses (it ends the session before it begins: every try fails alike).
+            if refusedByLibpq || Connection.refusedSettings.contains(where: message.contains)
+                || message.contains("FATAL:") && Connection.refusedOptions.contains(where: message.contains) {
+                throw PostgresError.invalidSettings(message: message)
             }
             throw PostgresError.connectionFailed(message: message)
         }

@@ -5,6 +5,10 @@ import CLibPQ
 public enum PostgresError: Error, CustomStringConvertible, Sendable {
     /// The connection string does not parse (libpq's message, without the string or its passwords).
     case invalidConnectionString(message: String)
+    /// Settings refused before a session began that are not the URL's text: a PG* variable libpq read
+    /// (`PGSSLMODE=bogus` with no URL), a service that is not defined (`PGSERVICE`, `service=`), or startup options
+    /// the server refused (`options=-c …`, `PGOPTIONS`). Trying again will not help.
+    case invalidSettings(message: String)
     /// The server could not be reached or refused the connection (libpq's own message).
     case connectionFailed(message: String)
     /// The server answered a statement with an error.
@@ -20,6 +24,8 @@ public enum PostgresError: Error, CustomStringConvertible, Sendable {
         switch self {
         case .invalidConnectionString(let message):
             return "the database URL is malformed: \(message)"
+        case .invalidSettings(let message):
+            return "the connection settings were refused: \(message)"
         case .connectionFailed(let message):
             return "cannot connect to PostgreSQL: \(message)"
         case .server(let error):

@@ -370,6 +370,27 @@ import TestSupport
         }
     }
 
+    /// Settings that are not the URL's text, refused for good: a PG* variable's value with no URL, a service that is
+    /// not defined, startup options the server refuses. They exited 69 ("try again"), which systemd retries every two
+    /// minutes for ever, and a PG* variable's value was blamed on "the database URL".
+    @Test(arguments: [
+        ([:], ["PGSERVICE": "no-such-service", "PGSERVICEFILE": "/nonexistent/pg_service.conf"]),
+        ([:], ["PGSSLMODE": "bogus"]),
+        (["url": true], ["PGOPTIONS": "-c bogus_param=1"]),
+        (["url": true], ["PGOPTIONS": "-c work_mem=1"]),
+    ] as [([String: Bool], [String: String])])
+    func connectionSettingsRefusedForGoodExit78NamingWhereToLook(url: [String: Bool], environment: [String: String]) throws {
+        let database = url.isEmpty ? nil : try TestCluster.shared().makeDatabase(migrated: false)
+        var environment = environment
+        if database == nil { environment["DATABASE_URL"] = ProcessRunner.unset }
+        for job in ["migrate", "inactivity-check", "push-deliver"] {
+            let result = try Jobs.run(job, [], database: database, environment: environment)
+            #expect(result.status == 78, "\(job): \(result.stderr)")
+            #expect(result.stderr.contains("the connection settings were refused") && result.stderr.contains("PG* variables"), "\(job): \(result.stderr)")
+            #expect(!result.stderr.contains("URL is malformed"), "\(job): \(result.stderr)")
+        }
+    }
+
     /// A password with an unencoded '@': libpq takes what follows it for the host and quotes that in its
     /// message. That part of the password is redacted too.
     @Test func aPasswordWithAnAtSignIsRedactedWhereLibpqTakesItForTheHost() throws {
