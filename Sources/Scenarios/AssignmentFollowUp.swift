@@ -72,6 +72,11 @@ public struct AssignmentFollowUp: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
+        // `-infinity` (written before 0054 refused it): the mentor was told "739949 days ago". (An `infinity` is never
+        // due, like any dispatch in the future.)
+        if candidate.dispatchedAt == .distantPast {
+            return .suppress(.invalidData, detail: "assignments.dispatched_at of \"\(candidate.title)\" is -infinity: no days can be counted from it; skipped until the row is fixed")
+        }
         let days = ElapsedDays.between(candidate.dispatchedAt, now, zone: recipient.timeZone)
         if let pause = candidate.pause {
             return .suppress(.paused, detail: "\(pause.detail(in: recipient.timeZone)); reminded about \"\(candidate.title)\" once the pause is over, if still unacknowledged")

@@ -95,7 +95,9 @@ public struct OverdueDigest: Scenario {
     }
 
     public func decide(_ candidate: Candidate, recipient: Recipient, rule: OrganizationRule<Settings>, now: Date) -> Decision {
-        let oldest = ElapsedDays.between(candidate.oldestDispatch, now, zone: rule.timeZone)
+        // A dispatch at `-infinity` (written before 0054 refused it) is overdue all the same; its age is no number.
+        let oldest = candidate.oldestDispatch == .distantPast ? "a dispatched_at of -infinity, a row to fix"
+            : "\(ElapsedDays.between(candidate.oldestDispatch, now, zone: rule.timeZone)) days"
         let message = rule.messages.render(recipient.language, OverdueDigest.values(candidate, days: rule.settings.overdueDays, language: recipient.language))
         var data = [("category", category.rawValue), ("route", "/assignments?filter=overdue"), ("count", String(candidate.cases))]
         if candidate.cases == 1, let id = candidate.assignmentIDs.first { data.append(("assignment_id", id)) }
@@ -106,7 +108,7 @@ public struct OverdueDigest: Scenario {
             data: data,
             dedupeKey: "overdue_digest:\(recipient.userID.lowercasedString):\(candidate.localDay)",
             expiresAt: LocalTime(now, zone: rule.timeZone).nextMidnight,
-            why: "\(candidate.cases) assignment(s) in scope or dispatched by this coordinator unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest) days): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")")
+            why: "\(candidate.cases) assignment(s) in scope or dispatched by this coordinator unacknowledged for \(rule.settings.overdueDays)+ days (oldest \(oldest)): \(named)\(candidate.cases > candidate.mentorNames.count ? " and \(candidate.cases - candidate.mentorNames.count) more" : "")")
         draft.aboutAssignments = candidate.allAssignmentIDs.compactMap(UUID.init(uuidString:))
         return .notify(draft)
     }

@@ -44,6 +44,38 @@ import TestSupport
         #expect(count == 1)
     }
 
+    /// An assignment dispatched at `-infinity` (written before 0054, which refuses it now) was followed up "739949
+    /// days ago" on the mentor's phone. It is skipped with the decision `invalid_data` naming the column, the others
+    /// are followed up, and the run exits 65. New writes of infinity to either date, or to an activity's, are refused.
+    @Test func anAssignmentDispatchedAtMinusInfinityIsSkippedAndTheOthersFollowedUp() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
+        try f.assignment(org, mentor: kari, coordinator: coordinator, dispatchedDaysAgo: 12)
+        let broken = try f.assignment(org, mentor: ola, coordinator: coordinator, title: "Besøk", dispatchedDaysAgo: 12)
+        try f.connection.execute("ALTER TABLE assignments DISABLE TRIGGER assignments_dates_finite") // written before 0054
+        try f.connection.execute("UPDATE assignments SET dispatched_at = '-infinity' WHERE id = \(broken)")
+        try f.connection.execute("ALTER TABLE assignments ENABLE TRIGGER assignments_dates_finite")
+
+        let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("assignments.dispatched_at of \"Besøk\" is -infinity"), "\(result.stderr)")
+        #expect(try f.inbox(kari).count == 1)
+        #expect(try f.inbox(ola).isEmpty)
+        #expect(try f.decisions(ola) == ["suppressed:invalid_data"])
+
+        // The overdue digest names it among the cases; its age is no number of days.
+        try f.scope(org, coordinator: coordinator, mentor: ola)
+        let digest = try Jobs.run("overdue-digest", ["--dry-run", "--now", Jobs.iso(f.now)], database: db)
+        #expect(digest.stdout.contains("oldest a dispatched_at of -infinity, a row to fix") && !digest.stdout.contains("739"), "\(digest.stdout)")
+
+        for write in ["UPDATE assignments SET dispatched_at = '-infinity' WHERE mentor_id = \(kari)",
+                      "UPDATE assignments SET mentor_assigned_at = 'infinity' WHERE mentor_id = \(kari)",
+                      "INSERT INTO activities (mentor_id, occurred_at) VALUES (\(kari), 'infinity')"] as [Query] {
+            #expect(throws: PostgresError.self) { try f.connection.execute(write) }
+        }
+        try f.connection.execute("UPDATE assignments SET title = 'Besøk hos Ola' WHERE id = \(broken)") // the row's other columns still change
+    }
+
     /// An assignment given to another mentor is dispatched to them then (migration 0041). Kari was reminded and
     /// read it; handed to Per four days ago, it is his to be reminded of ten days after the hand-over, counted
     /// from then. Before, Kari's receipt counted as his and her reminder's key as his: never reminded.
