@@ -27,14 +27,24 @@ public struct SettingsReader {
     public let organizationName: String
     public let organizationID: UUID
     let values: [String: JSONTree]
+    /// The keys the organization's own row sets (or `rules --dry-run --set` proposes): a bad value of any other came
+    /// from `scenario_defaults`, and the message says to fix that row, not the organization's.
+    let ownKeys: Set<String>
     /// The keys the scenario asked for: any other key in the row is a typo or a leftover, and fails.
     private let asked = KeysAsked()
 
-    init(scenario: String, organizationName: String, organizationID: UUID, values: [String: JSONTree]) {
+    init(scenario: String, organizationName: String, organizationID: UUID, values: [String: JSONTree], ownKeys: Set<String>) {
         self.scenario = scenario
         self.organizationName = organizationName
         self.organizationID = organizationID
         self.values = values
+        self.ownKeys = ownKeys
+    }
+
+    /// Where the value of `key` is to be fixed.
+    func fixIt(_ key: String) -> String {
+        ownKeys.contains(key) ? "fix its row in organization_scenario_rules"
+            : "the value comes from scenario_defaults (every organization without its own inherits it): fix the \(scenario) row there, or set the organization's own"
     }
 
     /// Fails on the first key the scenario did not ask for (say `threshold_dayz`, which would otherwise
@@ -42,12 +52,12 @@ public struct SettingsReader {
     func checkNoUnknownKeys() throws {
         let known = asked.keys
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
-            throw JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(unknown) is not a setting of \(scenario) (its settings: \(known.sorted().joined(separator: ", "))); fix its row in organization_scenario_rules")
+            throw JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(unknown) is not a setting of \(scenario) (its settings: \(known.sorted().joined(separator: ", "))); \(fixIt(unknown))")
         }
     }
 
     func fail(_ key: String, _ expectation: String, found: JSONTree?) -> JobFailure {
-        JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); fix its row in organization_scenario_rules")
+        JobFailure(.config, "organization \"\(organizationName)\" (\(organizationID.lowercasedString)): \(scenario).\(key) must be \(expectation), found \(found?.description ?? "nothing"); \(fixIt(key))")
     }
 
     /// An integer setting within `range`.
@@ -127,7 +137,9 @@ public enum RuleLoader {
         let rows = try connection.query("""
             SELECT o.id, o.name, coalesce(r.enabled, d.enabled), (d.settings || coalesce(r.settings, '{}') || coalesce(\(proposing)::jsonb, '{}'))::text,
                    o.default_locale, o.time_zone, coalesce(r.priority, d.priority),
-                   EXISTS (SELECT FROM time_zone_names z WHERE z.name = o.time_zone)
+                   EXISTS (SELECT FROM time_zone_names z WHERE z.name = o.time_zone),
+                   CASE WHEN jsonb_typeof(coalesce(r.settings, '{}') || coalesce(\(proposing)::jsonb, '{}')) = 'object'
+                        THEN ARRAY(SELECT jsonb_object_keys(coalesce(r.settings, '{}') || coalesce(\(proposing)::jsonb, '{}'))) END
               FROM organizations o
               JOIN scenario_defaults d ON d.scenario = \(scenario.key)
               LEFT JOIN organization_scenario_rules r ON r.organization_id = o.id AND r.scenario = d.scenario
@@ -156,7 +168,8 @@ public enum RuleLoader {
                 if let problem = templates.problems[id] {
                     throw JobFailure(.config, "\(organization): \(problem); fix its row in message_templates")
                 }
-                let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values)
+                let reader = SettingsReader(scenario: scenario.key, organizationName: name, organizationID: id, values: values,
+                                            ownKeys: Set(try row.decode(8, as: [String]?.self) ?? []))
                 let settings = try scenario.settings(reader)
                 try reader.checkNoUnknownKeys()
                 let messages = templates.templates(for: id)

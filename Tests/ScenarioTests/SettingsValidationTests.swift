@@ -59,6 +59,30 @@ import TestSupport
         #expect(result.status == 0, "\(result.stderr)")
     }
 
+    /// A bad value in `scenario_defaults` (written before the database checked it) was blamed on every
+    /// organization's own row, "fix its row in organization_scenario_rules", even where there was none. The message
+    /// says where the value comes from; one the organization's own row sets is still its row's to fix.
+    @Test func aBadDefaultIsBlamedOnTheDefaultsNotOnTheOrganizations() throws {
+        let other = try f.organization("Other")
+        try f.mentor(org, "Kari", lastActivityDaysAgo: 20)
+        try f.connection.execute("INSERT INTO organization_scenario_rules (organization_id, scenario, settings) VALUES (\(other), 'inactivity', '{}')")
+        try f.connection.execute("ALTER TABLE scenario_defaults DISABLE TRIGGER scenario_defaults_valid")
+        try f.connection.execute(#"UPDATE scenario_defaults SET settings = '{"threshold_days": -3}' WHERE scenario = 'inactivity'"#)
+        try f.connection.execute("ALTER TABLE scenario_defaults ENABLE TRIGGER scenario_defaults_valid")
+
+        let result = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("inactivity.threshold_days must be an integer from 1 to 365, found -3; the value comes from scenario_defaults"), "\(result.stderr)")
+        #expect(!result.stderr.contains("fix its row in organization_scenario_rules"), "\(result.stderr)")
+
+        // Its own value, bad too (written before 0009), is its own row's to fix.
+        try f.connection.execute("ALTER TABLE organization_scenario_rules DISABLE TRIGGER organization_scenario_rules_valid")
+        try f.connection.execute(#"UPDATE organization_scenario_rules SET settings = '{"threshold_days": 0}' WHERE organization_id = \#(other)"#)
+        try f.connection.execute("ALTER TABLE organization_scenario_rules ENABLE TRIGGER organization_scenario_rules_valid")
+        let again = try Jobs.inactivityCheck(db, now: f.now)
+        #expect(again.stderr.contains("found 0; fix its row in organization_scenario_rules"), "\(again.stderr)")
+    }
+
     @Test func validRulesAreStored() throws {
         try f.rule(org, settings: #"{"threshold_days": 7}"#)
         try f.rule(org, scenario: "milestone", settings: #"{"milestones": [10, 20], "max_age_days": 30}"#)
