@@ -82,8 +82,9 @@ public struct PushSettings: Sendable {
             settings.apnsEnvironments = try apnsEnvironments(text)
         }
 
-        let fcmSetting = options.fcmServiceAccountFile != nil || environment["FCM_SERVICE_ACCOUNT_FILE"].map({ !$0.isEmpty }) == true
-            ? "FCM_SERVICE_ACCOUNT_FILE" : "GOOGLE_APPLICATION_CREDENTIALS"
+        // The message names the setting the file came from: the flag, else the variable.
+        let fcmSetting = options.fcmServiceAccountFile != nil ? "--fcm-service-account-file"
+            : environment["FCM_SERVICE_ACCOUNT_FILE"].map({ !$0.isEmpty }) == true ? "FCM_SERVICE_ACCOUNT_FILE" : "GOOGLE_APPLICATION_CREDENTIALS"
         if let file = value(options.fcmServiceAccountFile, "FCM_SERVICE_ACCOUNT_FILE") ?? value(nil, "GOOGLE_APPLICATION_CREDENTIALS") {
             do {
                 settings.fcm = try GoogleServiceAccount(file: file, setting: fcmSetting)

@@ -1213,6 +1213,11 @@ import TestSupport
         let badJSON = try Jobs.pushDeliver(db, environment: environment)
         #expect(badJSON.status == 78)
         #expect(badJSON.stderr.contains("FCM_SERVICE_ACCOUNT_FILE: \(broken) is not a JSON object"))
+        // Given by the flag, the message names the flag (it named FCM_SERVICE_ACCOUNT_FILE, which was not set).
+        environment.removeValue(forKey: "FCM_SERVICE_ACCOUNT_FILE")
+        let flag = try Jobs.pushDeliver(db, ["--fcm-service-account-file", broken], environment: environment)
+        #expect(flag.status == 78)
+        #expect(flag.stderr.contains("--fcm-service-account-file: \(broken) is not a JSON object"), "\(flag.stderr)")
 
         let none = try Jobs.pushDeliver(db, environment: ["APNS_KEY_FILE": "", "APNS_KEY_ID": "", "APNS_TEAM_ID": "", "APNS_TOPIC": "", "FCM_SERVICE_ACCOUNT_FILE": "", "GOOGLE_APPLICATION_CREDENTIALS": ""])
         #expect(none.status == 78)
