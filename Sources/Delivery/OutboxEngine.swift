@@ -1077,8 +1077,13 @@ public final class OutboxEngine {
                 let stale = claimed.sentWith < provider.credentialGeneration
                 var fresh = stale
                 var refreshFailure: PushOutcome?
+                /// Refreshing was not allowed: the credentials called expired are younger than the floor (APNs: 20 minutes).
+                var tooYoung = false
                 if !resent.contains(claimed.deliveryID) && !stale {
-                    do throws(PushOutcomeError) { fresh = try provider.refreshCredentials() } catch { refreshFailure = error.outcome }
+                    do throws(PushOutcomeError) {
+                        fresh = try provider.refreshCredentials()
+                        tooYoung = !fresh
+                    } catch { refreshFailure = error.outcome }
                 }
                 if fresh && !resent.contains(claimed.deliveryID) {
                     resent.insert(claimed.deliveryID)
@@ -1087,6 +1092,9 @@ public final class OutboxEngine {
                     return
                 }
                 switch refreshFailure {
+                case nil where tooYoung:
+                    // None were made: credentials made minutes ago and called expired mean the clocks disagree.
+                    outcome = .credentialsBroken(reason: "\(reason) for credentials made less than 20 minutes ago, so none were made again (at most every 20 minutes): this host's clock and the provider's disagree (check NTP), or the key's team/project is wrong")
                 case nil:
                     outcome = .credentialsBroken(reason: "\(reason), and fresh credentials did not cure it (check the key, the team/project and the clock)")
                 case .credentialsBroken(let why)?:
@@ -1219,12 +1227,15 @@ public final class OutboxEngine {
                 }
                 recorder.release(claimed)
                 report.held += 1
-            case .unreachable(let reason):
+            case .unreachable(let reason, let holdFor):
                 // No connection to this endpoint: its pushes stop for the run (69), the others of the provider
                 // go on (APNs's sandbox host down is no reason to hold production's pushes); the push waits,
-                // no attempt counted, due at once for the next run.
+                // no attempt counted, due at once for the next run, or once the hold the provider asked for ends.
                 let key = OutboxEngine.suspectKey(claimed.target)
                 if isSending(key, live: live) {
+                    if let holdFor {
+                        recorder.hold(key.description, until: Date().addingTimeInterval(min(holdFor, OutboxEngine.longestHold)), reason: reason)
+                    }
                     stopForOutage(key, reason: reason, said: reason, live: &live, report: &report)
                 }
                 recorder.release(claimed)

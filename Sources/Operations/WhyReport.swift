@@ -9,6 +9,12 @@ import TextCoding
 /// force, their devices, and every decision, notification, delivery and delivery event, read in one
 /// read-only transaction so the story is one consistent snapshot. Device tokens are kept only redacted.
 public struct WhyReport {
+    /// How a token's value is shown: its last characters, or, for one `prune` erased (`pruned:<id>`, `PruneRunner`), that
+    /// it was erased (its tail "…ned:35" read as a real token's).
+    static func shownToken(_ value: String) -> String {
+        value.hasPrefix("pruned:") ? "(value erased by prune)" : PushTarget.redact(value)
+    }
+
     public struct User {
         public var id: UUID
         public var name: String
@@ -70,7 +76,7 @@ public struct WhyReport {
     public struct Device {
         public var id: Int
         public var provider: String
-        /// The token's last six characters only (`PushTarget.redact`).
+        /// The token's last six characters only (`PushTarget.redact`), or that `prune` erased it.
         public var token: String
         public var environment: String?
         public var appID: String
@@ -308,7 +314,7 @@ extension WhyReport {
             SELECT id, provider, token, apns_environment, app_id, created_at, last_seen_at, retired_at, retired_reason
               FROM device_tokens WHERE user_id = \(userID) ORDER BY id
             """).map { row in
-            Device(id: try row.decode(0), provider: try row.decode(1), token: PushTarget.redact(try row.decode(2)),
+            Device(id: try row.decode(0), provider: try row.decode(1), token: WhyReport.shownToken(try row.decode(2)),
                    environment: try row.decode(3), appID: try row.decode(4), registeredAt: try row.decode(5),
                    lastSeenAt: try row.decode(6), retiredAt: try row.decode(7), retiredReason: try row.decode(8))
         }
@@ -370,7 +376,7 @@ extension WhyReport {
              ORDER BY d.id
             """).map { row -> (UUID, Delivery) in
             (try row.decode(1),
-             Delivery(id: try row.decode(0), deviceID: try row.decode(2), provider: try row.decode(3), token: PushTarget.redact(try row.decode(4)),
+             Delivery(id: try row.decode(0), deviceID: try row.decode(2), provider: try row.decode(3), token: WhyReport.shownToken(try row.decode(4)),
                       environment: try row.decode(5), state: try row.decode(6), attempts: try row.decode(7), nextAttemptAt: try row.decode(8), claimedUntil: try row.decode(14),
                       lastError: try row.decode(9), providerMessageID: try row.decode(10), createdAt: try row.decode(11),
                       updatedAt: try row.decode(12), sentAt: try row.decode(13)))

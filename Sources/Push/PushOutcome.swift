@@ -18,7 +18,9 @@ public enum PushOutcome: Sendable, Equatable {
     case credentialsBroken(reason: String)
     /// No connection to the provider (name lookup, refused, TLS): the push never left, so it is no
     /// reason to give up on the delivery. Stop sending to this provider for the run; burn no attempts.
-    case unreachable(reason: String)
+    /// `holdFor`: the provider named how long to stay away (FCM's project quota, at least a minute): later runs
+    /// leave the endpoint's pushes waiting until then too (`endpoint_holds`).
+    case unreachable(reason: String, holdFor: TimeInterval? = nil)
     /// Our setup for one APNs environment is wrong (a key restricted to the other one): that environment's
     /// pushes stop for the run, the other's go on; no attempt counted.
     case environmentRefused(reason: String)
@@ -32,7 +34,7 @@ public enum PushOutcome: Sendable, Equatable {
         switch self {
         case .delivered(let messageID): "delivered as \(messageID)"
         case .retry(_, let reason), .tokenDead(let reason, _), .rejected(let reason), .reauthenticate(let reason),
-             .credentialsBroken(let reason), .unreachable(let reason), .environmentRefused(let reason),
+             .credentialsBroken(let reason), .unreachable(let reason, _), .environmentRefused(let reason),
              .platformCredentialsBroken(let reason): reason
         }
     }
@@ -48,7 +50,7 @@ extension PushOutcome {
         case .rejected(let reason): .rejected(reason: ProviderText.clean(reason))
         case .reauthenticate(let reason): .reauthenticate(reason: ProviderText.clean(reason))
         case .credentialsBroken(let reason): .credentialsBroken(reason: ProviderText.clean(reason))
-        case .unreachable(let reason): .unreachable(reason: ProviderText.clean(reason))
+        case .unreachable(let reason, let holdFor): .unreachable(reason: ProviderText.clean(reason), holdFor: holdFor)
         case .environmentRefused(let reason): .environmentRefused(reason: ProviderText.clean(reason))
         case .platformCredentialsBroken(let reason): .platformCredentialsBroken(reason: ProviderText.clean(reason))
         }
@@ -187,12 +189,14 @@ public enum FCMOutcome {
             // The project's message rate (a QuotaFailure about `projects/…`): every push of the project is refused
             // until the quota refills, within the minute. Each one cost its delivery an attempt, the window kept
             // sending into the refusal, and a burst over the quota killed deliveries by the attempt. The pushes
-            // stop for the run, none counted, and the next run goes on. One device's rate: that delivery backs
-            // off, at least a minute (Google's ask).
+            // stop for the run, none counted, and FCM is held for its Retry-After, at least a minute (Google's ask;
+            // the next run, a minute later, sent into the quota again whatever it asked). One device's rate: that
+            // delivery backs off, at least a minute.
             let subjects = details.filter { ($0["@type"] as? String)?.hasSuffix("google.rpc.QuotaFailure") == true }
                 .flatMap { ($0["violations"] as? [[String: Any]]) ?? [] }.compactMap { $0["subject"] as? String }
             if subjects.contains(where: { $0.hasPrefix("projects/") }) {
-                return .unreachable(reason: "\(reason) (the project's message quota: its pushes wait for the next run, no attempt counted)")
+                let hold = max(retryAfter ?? 60, 60)
+                return .unreachable(reason: "\(reason) (the project's message quota: its pushes wait \(Int(hold)) s, no attempt counted)", holdFor: hold)
             }
             return .retry(after: max(retryAfter ?? 60, 60), reason: reason)
         case "UNAVAILABLE", "INTERNAL":

@@ -961,6 +961,17 @@ import TestSupport
         let rows: [(String, Int)] = try f.connection.query("SELECT state, attempts FROM deliveries ORDER BY id").map { (try $0.decode(0), try $0.decode(1)) }
         #expect(rows.filter { $0.0 == "sent" }.count == 3, "\(rows)")
         #expect(rows.filter { $0.0 == "pending" && $0.1 == 0 }.count == 17, "waiting, no attempt counted: \(rows)")
+
+        // FCM is held for the quota's Retry-After, a minute at least (Google's ask): the next run, a minute later,
+        // sent into the quota again, and so did every scenario job in between.
+        let heldFor: Double = try f.connection.query("""
+            SELECT extract(epoch FROM held_until - now())::float8 FROM endpoint_holds WHERE endpoint = 'fcm/-'
+            """).first?.decode(0) ?? 0
+        #expect(heldFor > 50 && heldFor <= 60, "held for a minute: \(heldFor)")
+        push.server.clearRecorded()
+        let next = try Jobs.pushDeliver(db, environment: push.variables)
+        #expect(next.status == 69 && next.stderr.contains("held until"), "\(next.stderr)")
+        #expect(push.server.requests().filter { $0.provider == .fcm }.isEmpty, "the next run asks nothing while the quota refills")
     }
 
     @Test func theMetricsCountPushesByProviderAndOutcome() throws {
@@ -1004,12 +1015,17 @@ import TestSupport
         #expect(pushes(.apns).allSatisfy { $0.status == 403 }, "nothing was delivered")
     }
 
-    @Test func expiredProviderTokenThatAFreshTokenCannotCureIsAConfigurationProblem() throws {
+    /// A provider token minted moments ago and called expired: none is minted again (at most every 20 minutes, Apple's
+    /// floor), and the message says what that points to, the clock. It said "fresh credentials did not cure it", though
+    /// none had been tried, which sent the operator to the key.
+    @Test func expiredProviderTokenMomentsAfterMintingIsAConfigurationProblemOfTheClock() throws {
         _ = try pendingNotifications([("A", 1)])
         push.server.inject(.expiredProviderToken, count: 5)
         let result = try Jobs.pushDeliver(db, environment: push.variables)
         #expect(result.status == 78)
-        #expect(result.stderr.contains("ExpiredProviderToken"))
+        #expect(result.stderr.contains("ExpiredProviderToken for credentials made less than 20 minutes ago") && result.stderr.contains("check NTP"), "\(result.stderr)")
+        #expect(!result.stderr.contains("did not cure it"), "\(result.stderr)")
+        #expect(pushes(.apns).count == 1, "asked once: no fresh token was made")
         #expect(try states() == ["pending": 1])
     }
 

@@ -167,6 +167,9 @@ import TestSupport
         #expect(values[r.retiredReferenced] == "pruned:\(r.retiredReferenced)")
         #expect(values[r.retiredRecently]?.hasPrefix("pruned:") == false)
         #expect(values[r.active]?.hasPrefix("pruned:") == false)
+        // `why` says the value was erased; it showed its tail, "…ned:<id>", as if it were a token's.
+        let story = try Jobs.run("why", [user.uuidString.lowercased()], database: db)
+        #expect(story.stdout.contains("device \(r.retiredReferenced) apns (value erased by prune)") && !story.stdout.contains("ned:"), "\(story.stdout)")
         #expect(try !exists("job_runs", r.oldRun))
         for kept in [r.oldRunReferenced, r.youngRun, run] { #expect(try exists("job_runs", kept)) }
 
