@@ -46,6 +46,32 @@ public struct FCMRequestBuilder: Sendable {
         key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
     }
 
+    /// What an iPhone registered through FCM (the Flutter app's `firebase_messaging` registers one) gets through APNs,
+    /// as our own APNs requests carry it: the collapse id (a push sent again after a crash shows once), the expiry,
+    /// the badge, sound, thread and category, and a critical category's time-sensitive interruption level. FCM adds
+    /// the title and body from `notification` (fact sheet §2.3, `ApnsConfig`); Android ignores the block.
+    static func apnsConfig(_ message: PushMessage) -> String {
+        var headers = JSONWriter()
+        headers.add("apns-priority", "10")
+        headers.add("apns-push-type", "alert")
+        headers.add("apns-collapse-id", message.collapseID)
+        if let expiresAt = message.expiresAt {
+            headers.add("apns-expiration", String(max(1, Int(expiresAt.timeIntervalSince1970))))
+        }
+        var aps = JSONWriter()
+        aps.add("badge", message.badge)
+        aps.add("sound", message.presentation.sound)
+        aps.add("thread-id", message.presentation.apnsThread)
+        aps.add("category", message.category)
+        if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
+        var payload = JSONWriter()
+        payload.add("aps", object: aps)
+        var apns = JSONWriter()
+        apns.add("headers", json: headers.json)
+        apns.add("payload", json: payload.json)
+        return apns.json
+    }
+
     private func render(_ message: PushMessage, token: String, now: Date) -> String {
         var notification = JSONWriter()
         notification.add("title", message.title)
@@ -76,6 +102,7 @@ public struct FCMRequestBuilder: Sendable {
         body.add("notification", json: notification.json)
         body.add("data", json: data.json)
         body.add("android", json: android.json)
+        body.add("apns", json: FCMRequestBuilder.apnsConfig(message))
         var root = JSONWriter()
         root.add("message", json: body.json)
         return root.json

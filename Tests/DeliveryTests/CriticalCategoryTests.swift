@@ -48,6 +48,14 @@ import TestSupport
         #expect(notification?["channel_id"] as? String == "inactivity_critical")
         #expect(notification?["notification_priority"] as? String == "PRIORITY_MAX")
         #expect(android?["priority"] as? String == "HIGH")
+        // An iPhone registered through FCM gets it through APNs as time-sensitive too, with the collapse id and badge
+        // of our own APNs requests (FCM's requests carried no `apns` block: none of it reached such a phone).
+        let viaFCM = ((fcm.json as? [String: Any])?["message"] as? [String: Any])?["apns"] as? [String: Any]
+        let headers = viaFCM?["headers"] as? [String: Any]
+        let fcmAPS = (viaFCM?["payload"] as? [String: Any])?["aps"] as? [String: Any]
+        #expect(fcmAPS?["interruption-level"] as? String == "time-sensitive", "\(String(describing: viaFCM))")
+        #expect(headers?["apns-collapse-id"] as? String == apns.header("apns-collapse-id"), "\(String(describing: headers))")
+        #expect(headers?["apns-priority"] as? String == "10" && fcmAPS?["badge"] as? Int == aps?["badge"] as? Int)
     }
 
     @Test func aCategoryNotMarkedCriticalWaitsForQuietHours() throws {
