@@ -83,7 +83,7 @@ public struct PushSettings: Sendable {
         }
 
         // The message names the setting the file came from: the flag, else the variable.
-        let fcmSetting = options.fcmServiceAccountFile != nil ? "--fcm-service-account-file"
+        let fcmSetting = options.fcmServiceAccountFile.map({ !$0.isEmpty }) == true ? "--fcm-service-account-file"
             : environment["FCM_SERVICE_ACCOUNT_FILE"].map({ !$0.isEmpty }) == true ? "FCM_SERVICE_ACCOUNT_FILE" : "GOOGLE_APPLICATION_CREDENTIALS"
         if let file = value(options.fcmServiceAccountFile, "FCM_SERVICE_ACCOUNT_FILE") ?? value(nil, "GOOGLE_APPLICATION_CREDENTIALS") {
             do {

@@ -26,7 +26,8 @@ public final class Connection {
     /// The server's words (after FATAL) for startup options it refuses (`options=-c …`, `PGOPTIONS`).
     static let refusedOptions = ["invalid value for parameter \"", "unrecognized configuration parameter \"",
                                  "is outside the valid range for parameter \"", "invalid command-line argument",
-                                 "cannot be changed now", "cannot be set after connection start"]
+                                 "cannot be changed", "cannot be set after connection start", "requires a Boolean value",
+                                 "requires a numeric value", "requires a value", "permission denied to set parameter \""]
 
     public init(url: String?, applicationName: String, statementTimeout: Duration = .seconds(300)) throws {
         // Keywords are applied in order and a later one wins: connect_timeout may be overridden by the

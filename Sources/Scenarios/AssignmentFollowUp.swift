@@ -75,7 +75,7 @@ public struct AssignmentFollowUp: Scenario {
         // `-infinity` (written before 0054 refused it): the mentor was told "739949 days ago". (An `infinity` is never
         // due, like any dispatch in the future.)
         if candidate.dispatchedAt == .distantPast {
-            return .suppress(.invalidData, detail: "assignments.dispatched_at of \"\(candidate.title)\" is -infinity: no days can be counted from it; skipped until the row is fixed")
+            return .suppress(.invalidData, detail: "assignments.dispatched_at of assignment \(candidate.assignmentID.lowercasedString) (\"\(candidate.title)\") is -infinity: no days can be counted from it; skipped until the row is fixed")
         }
         let days = ElapsedDays.between(candidate.dispatchedAt, now, zone: recipient.timeZone)
         if let pause = candidate.pause {

@@ -17,10 +17,12 @@ enum Handover {
 
     /// The end of assignment `a`'s dedupe keys: `:<mentor id>@<hand-over, epoch µs>` once it was handed over, so
     /// each hand-over is its own (a second turn of the same mentor too); nothing for one its mentor has had from
-    /// its dispatch (the keys written before 0041 stay theirs). Selected as `key_suffix` by the candidate queries,
+    /// its dispatch (the keys written before 0041 stay theirs). A hand-over at ±infinity (written before 0054 refused
+    /// it) is keyed by its text: converting it to a number stopped the whole job (exit 70). Selected as `key_suffix` by the candidate queries,
     /// so the decision writes exactly what the query looked for.
     static let keySuffix: Query = """
         CASE WHEN a.mentor_assigned_at IS NULL THEN ''
+             WHEN NOT isfinite(a.mentor_assigned_at) THEN ':' || a.mentor_id || '@' || a.mentor_assigned_at::text
              ELSE ':' || a.mentor_id || '@' || (extract(epoch FROM a.mentor_assigned_at) * 1000000)::bigint END
         """
 }

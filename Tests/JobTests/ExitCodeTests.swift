@@ -378,6 +378,8 @@ import TestSupport
         ([:], ["PGSSLMODE": "bogus"]),
         (["url": true], ["PGOPTIONS": "-c bogus_param=1"]),
         (["url": true], ["PGOPTIONS": "-c work_mem=1"]),
+        (["url": true], ["PGOPTIONS": "-c shared_buffers=1MB"]),
+        (["url": true], ["PGOPTIONS": "-c transaction_read_only=maybe"]),
     ] as [([String: Bool], [String: String])])
     func connectionSettingsRefusedForGoodExit78NamingWhereToLook(url: [String: Bool], environment: [String: String]) throws {
         let database = url.isEmpty ? nil : try TestCluster.shared().makeDatabase(migrated: false)

@@ -52,14 +52,19 @@ import TestSupport
         let ola = try f.mentor(org, "Ola", lastActivityDaysAgo: 1)
         try f.assignment(org, mentor: kari, coordinator: coordinator, dispatchedDaysAgo: 12)
         let broken = try f.assignment(org, mentor: ola, coordinator: coordinator, title: "Besøk", dispatchedDaysAgo: 12)
+        // Handed over at -infinity: followed up from its dispatch (its key's number stopped the whole job, exit 70).
+        let per = try f.mentor(org, "Per", lastActivityDaysAgo: 1)
+        let handedOver = try f.assignment(org, mentor: per, coordinator: coordinator, dispatchedDaysAgo: 12)
         try f.connection.execute("ALTER TABLE assignments DISABLE TRIGGER assignments_dates_finite") // written before 0054
         try f.connection.execute("UPDATE assignments SET dispatched_at = '-infinity' WHERE id = \(broken)")
+        try f.connection.execute("UPDATE assignments SET mentor_assigned_at = '-infinity' WHERE id = \(handedOver)")
         try f.connection.execute("ALTER TABLE assignments ENABLE TRIGGER assignments_dates_finite")
 
         let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db)
         #expect(result.status == 65, "\(result.stderr)")
-        #expect(result.stderr.contains("assignments.dispatched_at of \"Besøk\" is -infinity"), "\(result.stderr)")
+        #expect(result.stderr.contains("assignments.dispatched_at of assignment \(broken.uuidString.lowercased()) (\"Besøk\") is -infinity"), "\(result.stderr)")
         #expect(try f.inbox(kari).count == 1)
+        #expect(try f.inbox(per).count == 1, "followed up from the dispatch")
         #expect(try f.inbox(ola).isEmpty)
         #expect(try f.decisions(ola) == ["suppressed:invalid_data"])
 
@@ -74,6 +79,10 @@ import TestSupport
             #expect(throws: PostgresError.self) { try f.connection.execute(write) }
         }
         try f.connection.execute("UPDATE assignments SET title = 'Besøk hos Ola' WHERE id = \(broken)") // the row's other columns still change
+        try f.connection.execute("ALTER TABLE activities DISABLE TRIGGER activities_date_finite")
+        let old: Int = try f.connection.query("INSERT INTO activities (mentor_id, occurred_at) VALUES (\(kari), 'infinity') RETURNING id").first!.decode(0)
+        try f.connection.execute("ALTER TABLE activities ENABLE TRIGGER activities_date_finite")
+        try f.connection.execute("UPDATE activities SET kind = kind, occurred_at = occurred_at WHERE id = \(old)") // a whole-row write of one written before
     }
 
     /// An assignment given to another mentor is dispatched to them then (migration 0041). Kari was reminded and

@@ -6,8 +6,9 @@
 -- An activity at 'infinity' in a history load passed the milestone scenario's age check ("not older than 14 days")
 -- and announced a milestone the load should not. Now such a value is refused when written; rows written before
 -- are not refused by this upgrade (a trigger on the values written, not a CHECK, so that a write to the row's
--- other columns still succeeds): assignment-follow-up skips them with the decision invalid_data naming the
--- column, and exits 65.
+-- other columns still succeeds): assignment-follow-up skips one dispatched at -infinity with the decision
+-- invalid_data naming the assignment and the column, and exits 65; one handed over at -infinity is followed up
+-- from its dispatch (its key named the hand-over as a number: infinity stopped the whole job, exit 70).
 
 CREATE FUNCTION assignments_dates_finite() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -25,7 +26,8 @@ CREATE TRIGGER assignments_dates_finite BEFORE INSERT OR UPDATE OF dispatched_at
 
 CREATE FUNCTION activities_date_finite() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT isfinite(NEW.occurred_at) THEN
+    -- Only a value being written: a row written before keeps its other columns writable, whole-row writes included.
+    IF (TG_OP = 'INSERT' OR NEW.occurred_at IS DISTINCT FROM OLD.occurred_at) AND NOT isfinite(NEW.occurred_at) THEN
         RAISE EXCEPTION 'activity %: occurred_at must be a time, not infinity (%)', NEW.id, NEW.occurred_at
             USING ERRCODE = 'check_violation';
     END IF;
