@@ -40,9 +40,7 @@ public struct APNsRequestBuilder: Sendable {
         ]
         // Without an expiry the header is left out, so APNs stores the push for a phone that is offline (as
         // FCM does without a ttl); `0` would mean "try once, never store".
-        if let expiresAt = message.expiresAt {
-            headers.append(("apns-expiration", String(max(1, Int(expiresAt.timeIntervalSince1970)))))
-        }
+        if let expiration = APNsRequestBuilder.expiration(message) { headers.append(("apns-expiration", expiration)) }
         return HTTPRequest(url: endpoint + "/3/device/" + target.token, headers: headers,
                            body: APNsRequestBuilder.payloadBytes(message), tag: tag)
     }
@@ -67,17 +65,28 @@ public struct APNsRequestBuilder: Sendable {
         return render(again, title: again.title, body: again.body)
     }
 
+    /// `apns-expiration`: the expiry as seconds since 1970, at least 1 (`0` would mean "try once, never store").
+    static func expiration(_ message: PushMessage) -> String? {
+        message.expiresAt.map { String(max(1, Int($0.timeIntervalSince1970))) }
+    }
+
+    /// The `aps` members beside the alert: badge, sound, thread, category, and a critical category's interruption
+    /// level. Also what an FCM message carries for an iPhone (`FCMRequestBuilder.apnsConfig`).
+    static func presentation(_ message: PushMessage, into aps: inout JSONWriter) {
+        aps.add("badge", message.badge)
+        aps.add("sound", message.presentation.sound)
+        aps.add("thread-id", message.presentation.apnsThread)
+        aps.add("category", message.category)
+        if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
+    }
+
     private static func render(_ message: PushMessage, title: String, body: String) -> [UInt8] {
         var alert = JSONWriter()
         alert.add("title", title)
         alert.add("body", body)
         var aps = JSONWriter()
         aps.add("alert", object: alert)
-        aps.add("badge", message.badge)
-        aps.add("sound", message.presentation.sound)
-        aps.add("thread-id", message.presentation.apnsThread)
-        aps.add("category", message.category)
-        if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
+        presentation(message, into: &aps)
         var root = JSONWriter()
         root.add("aps", object: aps)
         root.add("notification_id", message.notificationID.lowercasedString)

@@ -55,15 +55,9 @@ public struct FCMRequestBuilder: Sendable {
         headers.add("apns-priority", "10")
         headers.add("apns-push-type", "alert")
         headers.add("apns-collapse-id", message.collapseID)
-        if let expiresAt = message.expiresAt {
-            headers.add("apns-expiration", String(max(1, Int(expiresAt.timeIntervalSince1970))))
-        }
+        if let expiration = APNsRequestBuilder.expiration(message) { headers.add("apns-expiration", expiration) }
         var aps = JSONWriter()
-        aps.add("badge", message.badge)
-        aps.add("sound", message.presentation.sound)
-        aps.add("thread-id", message.presentation.apnsThread)
-        aps.add("category", message.category)
-        if message.timeSensitive { aps.add("interruption-level", "time-sensitive") }
+        APNsRequestBuilder.presentation(message, into: &aps)
         var payload = JSONWriter()
         payload.add("aps", object: aps)
         var apns = JSONWriter()
