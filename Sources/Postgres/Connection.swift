@@ -17,10 +17,6 @@ public final class Connection {
     private let url: String?
     private let statementTimeout: Duration
 
-    /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
-    /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
-    /// parse throws `invalidConnectionString`; no error repeats the string or a password in it. The session then runs in
-    /// UTC with ISO dates, under `statementTimeout`, and shows `applicationName` in `pg_stat_activity`.
     /// libpq's words for a service it cannot find (`PGSERVICE`, `service=`, `PGSERVICEFILE`).
     static let refusedSettings = ["definition of service \"", "service file \"", "syntax error in service file \""]
     /// The server's words (after FATAL) for startup options it refuses (`options=-c …`, `PGOPTIONS`).
@@ -29,6 +25,11 @@ public final class Connection {
                                  "cannot be changed", "cannot be set after connection start", "requires a Boolean value",
                                  "requires a numeric value", "requires a value", "permission denied to set parameter \""]
 
+    /// Connects with a URL or key/value connection string, or with nil to let libpq apply its own
+    /// conventions (`PG*` variables, the service file, `.pgpass`, `sslmode`). A string libpq cannot
+    /// parse throws `invalidConnectionString`, settings refused for good that are not the string's text `invalidSettings`;
+    /// no error repeats the string or a password in it. The session then runs in
+    /// UTC with ISO dates, under `statementTimeout`, and shows `applicationName` in `pg_stat_activity`.
     public init(url: String?, applicationName: String, statementTimeout: Duration = .seconds(300)) throws {
         // Keywords are applied in order and a later one wins: connect_timeout may be overridden by the
         // URL, application_name and client_encoding may not.
