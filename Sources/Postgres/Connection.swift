@@ -62,7 +62,13 @@ public final class Connection {
             // libpq reads some only as it connects, and says so after the server's name ("connection to server on
             // socket … failed: invalid integer value "abc" for connection option "connect_timeout"").
             let refusedByLibpq = message.hasPrefix("invalid ") || message.hasPrefix("could not match ") || message.contains(" for connection option \"")
-            if refusedByLibpq, let url, !url.isEmpty { throw PostgresError.invalidConnectionString(message: message) }
+            if refusedByLibpq, let url, !url.isEmpty {
+                // Beside a URL that does not set it, the value is a PG* variable's: named, as its message has it.
+                if let variable = ConnectionString.variableRefused(in: message, url: url) {
+                    throw PostgresError.invalidSettings(message: "\(variable) (not set in the URL): \(message)")
+                }
+                throw PostgresError.invalidConnectionString(message: message)
+            }
             // The same without a URL is a PG* variable's value; a service libpq cannot find is a setting too, and so are
             // startup options the server refuses (it ends the session before it begins: every try fails alike).
             if refusedByLibpq || Connection.refusedSettings.contains(where: message.contains)

@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 
 /// A connection string (URL or `key=value` list) as something to check before connecting and to keep
 /// out of every message: libpq quotes the string, or the piece of it that did not parse, in its errors,
@@ -81,6 +82,32 @@ enum ConnectionString {
             previous = current
         }
         return best
+    }
+
+    /// The PG* variable whose value libpq refused in `message`, when the URL `string` does not set that keyword
+    /// itself (libpq then applies the variable): `PGSSLMODE=bogus` beside a good URL was "the database URL is
+    /// malformed", and its operator looked for the fault in the URL.
+    static func variableRefused(in message: String, url string: String) -> String? {
+        var set: Set<String> = []
+        if let options = PQconninfoParse(string, nil) {
+            defer { PQconninfoFree(options) }
+            var option = options
+            while let keyword = option.pointee.keyword {
+                if option.pointee.val != nil { set.insert(String(cString: keyword)) }
+                option += 1
+            }
+        }
+        guard let defaults = PQconndefaults() else { return nil }
+        defer { PQconninfoFree(defaults) }
+        let environment = ProcessInfo.processInfo.environment
+        var option = defaults
+        while let keyword = option.pointee.keyword {
+            defer { option += 1 }
+            guard let name = option.pointee.envvar.map({ String(cString: $0) }), let value = environment[name], !value.isEmpty,
+                  !set.contains(String(cString: keyword)) else { continue }
+            if message.contains("\"\(value)\"") { return name }
+        }
+        return nil
     }
 
     /// libpq's connection keywords (`host`, `port`, `sslmode`…), as it lists them.

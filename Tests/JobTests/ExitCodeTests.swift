@@ -376,6 +376,9 @@ import TestSupport
     @Test(arguments: [
         ([:], ["PGSERVICE": "no-such-service", "PGSERVICEFILE": "/nonexistent/pg_service.conf"]),
         ([:], ["PGSSLMODE": "bogus"]),
+        // The same beside a URL that does not set it: it was "the database URL is malformed".
+        (["url": true], ["PGSSLMODE": "bogus"]),
+        (["url": true], ["PGCONNECT_TIMEOUT": "abc"]),
         (["url": true], ["PGOPTIONS": "-c bogus_param=1"]),
         (["url": true], ["PGOPTIONS": "-c work_mem=1"]),
         (["url": true], ["PGOPTIONS": "-c shared_buffers=1MB"]),
