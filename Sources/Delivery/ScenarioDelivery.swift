@@ -80,9 +80,10 @@ public final class ScenarioDelivery: JobDelivery {
         do {
             report = try engine.run(scope: .jobRun(runID))
         } catch {
-            var partial = total
-            partial.add(engine.lastReport)
-            failedSoFar = partial.json
+            // What went out before it failed counts for the run: a service (event-notify) reconnects and delivers on,
+            // and its summary and metrics lost the pushes of a delivery cut off by a lost connection.
+            total.add(engine.lastReport)
+            failedSoFar = total.json
             throw error
         }
         credentialsRefused = credentialsRefused || report.credentialsRefused

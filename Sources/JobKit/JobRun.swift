@@ -226,6 +226,11 @@ public final class JobRun {
                     """).first!
                 eventsPending = (try events.decode(0), try events.decode(1))
             }
+        } catch let error as PostgresError where error.isConnectionLoss {
+            // Already said where it was lost (a service stopped while reconnecting): the metrics leave the backlog out.
+            backlog = nil
+            eventsPending = nil
+            logger.debug("no delivery backlog for the metrics: \(error)")
         } catch {
             logger.warning("could not read the delivery backlog for the metrics: \(error)")
         }

@@ -5,7 +5,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// SIGTERM or SIGINT while a job writes (systemd stopping the unit, an operator's Ctrl-C): the job stops
+/// SIGTERM, SIGINT or SIGHUP while a job writes (systemd stopping the unit, an operator's Ctrl-C, the terminal of
+/// a job run by hand closing): the job stops
 /// taking new work, lets what is in flight finish, records it, leaves the rest for the next run, prints
 /// its summary, and then ends by that same signal, so systemd and the shell see what stopped it.
 /// A second signal ends the process at once (the database stays consistent either way: every batch is
@@ -20,11 +21,13 @@ public final class StopRequest: @unchecked Sendable {
     private let lock = NSLock()
     private var sources: [DispatchSourceSignal] = []
 
-    /// Starts listening for SIGTERM and SIGINT (once per process; later calls do nothing).
+    /// Starts listening for SIGTERM, SIGINT and SIGHUP (once per process; later calls do nothing). SIGHUP's default
+    /// action ended a job mid-batch, its row and metrics left saying "running". A SIGHUP ignored from the start
+    /// (`nohup`) stays ignored.
     public func install() {
         lock.withLock {
             guard sources.isEmpty else { return }
-            for number in [SIGTERM, SIGINT] {
+            for number in [SIGTERM, SIGINT, SIGHUP] where number != SIGHUP || !StopRequest.isIgnored(number) {
                 signal(number, SIG_IGN) // the dispatch source sees it; the default action would end the process
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { [self] in receive(number) }
@@ -34,10 +37,18 @@ public final class StopRequest: @unchecked Sendable {
         }
     }
 
+    /// Whether `number` is ignored as the process started: `nohup` ignores SIGHUP so that a job outlives its terminal.
+    static func isIgnored(_ number: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(number, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
     func receive(_ number: Int32) {
         if received.compareExchange(expected: 0, desired: number, ordering: .sequentiallyConsistent).exchanged {
             let line = "\(StopRequest.name(number)): stopping after what is in flight; the rest is left for the next run (send it again to stop at once)\n"
-            FileHandle.standardError.write(Data(line.utf8))
+            // Written as it can be: after a hangup the terminal may be gone, and FileHandle's write traps on EIO.
+            _ = line.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
         } else {
             StopRequest.end(by: number)
         }
@@ -51,7 +62,7 @@ public final class StopRequest: @unchecked Sendable {
 
     public var isRequested: Bool { received.load(ordering: .relaxed) != 0 }
 
-    /// "SIGTERM", "SIGINT", or nil.
+    /// "SIGTERM", "SIGINT", "SIGHUP", or nil.
     public var requestedSignalName: String? { requestedSignal.map(StopRequest.name) }
 
     /// The status the parent will see: `status`, or 128 + the signal (143 for SIGTERM) when the process
@@ -77,13 +88,14 @@ public final class StopRequest: @unchecked Sendable {
         sigaddset(&set, number)
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         raise(number)
-        _exit(128 + number) // not reached: the default action of SIGTERM and SIGINT ends the process
+        _exit(128 + number) // not reached: the default action of SIGTERM, SIGINT and SIGHUP ends the process
     }
 
     static func name(_ number: Int32) -> String {
         switch number {
         case SIGTERM: return "SIGTERM"
         case SIGINT: return "SIGINT"
+        case SIGHUP: return "SIGHUP"
         default: return "signal \(number)"
         }
     }

@@ -85,6 +85,9 @@ public struct EventNotifyRunner {
         /// Whether it is unwell only because deliveries failed (a provider stopped it), not for events set aside.
         var onlyDeliveriesFailed = false
         var publishedHealthy: Bool? = nil
+        /// A connection was lost: the run's pushes that delivery had not sent yet (cut off, or claimed and given
+        /// back) are sent once it is back, not left to push-deliver's next minute.
+        var deliveryOwed = false
         let started = ContinuousClock.now
         while !stop.isRequested {
             do {
@@ -104,6 +107,10 @@ public struct EventNotifyRunner {
                 heldWaiting = false
                 var drainHealthy = true
                 var setAside = false
+                if deliveryOwed {
+                    deliveryOwed = false
+                    if try !deliver(run: run, connection: database, summary: &summary) { drainHealthy = false }
+                }
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
                     let before = summary
@@ -183,6 +190,7 @@ public struct EventNotifyRunner {
                     lastMetrics = ContinuousClock.now
                     publishedHealthy = false
                 }
+                if connection != nil { deliveryOwed = true }
                 connection = nil
                 sleep(seconds: reconnectDelay)
                 reconnectDelay = min(30, reconnectDelay * 2)
@@ -209,7 +217,16 @@ public struct EventNotifyRunner {
 
     /// Delivers what the batch recorded; false when a provider could not be used (its deliveries wait).
     private func deliver(run: JobRun, connection: Connection, summary: inout ScenarioSummary) throws -> Bool {
-        guard let delivery, let result = try delivery.deliver(runID: run.runID!, connection: connection, logger: run.logger) else { return true }
+        guard let delivery else { return true }
+        let delivered: DeliveryResult?
+        do {
+            delivered = try delivery.deliver(runID: run.runID!, connection: connection, logger: run.logger)
+        } catch {
+            // Cut off (a lost connection): what went out before counts.
+            if let soFar = delivery.failedSoFar { summary.push = soFar }
+            throw error
+        }
+        guard let result = delivered else { return true }
         summary.push = result.json
         if result.status != .ok {
             run.logger.error("\(result.sentence): deliveries stay pending for push-deliver")

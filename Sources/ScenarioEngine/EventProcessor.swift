@@ -65,6 +65,10 @@ public struct EventProcessor {
             summary = counted
             logger.warning("events batch rolled back (\(error)); taking its events one at a time")
             return try processOneByOne(on: connection, runID: runID, now: now, logger: logger, summary: &summary)
+        } catch {
+            // Rolled back (a lost connection, a stop): none of it counts; the batch is taken again and counted then.
+            summary = counted
+            throw error
         }
     }
 
@@ -121,6 +125,9 @@ public struct EventProcessor {
                 } else {
                     failed.append(([event.id], error))
                 }
+            } catch {
+                summary = counted
+                throw error
             }
         }
         if failed.reduce(0, { $0 + $1.ids.count }) > 1, let first = failed.first?.error, !first.isUnreadableValue,

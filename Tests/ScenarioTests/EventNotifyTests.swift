@@ -552,6 +552,21 @@ import TestSupport
         #expect(result.summary?["outcome"] as? String == "stopped")
     }
 
+    /// SIGHUP (the terminal of a service run by hand closing, `systemctl kill -s HUP`) stops it as SIGTERM does. Its
+    /// default action ended the process at once: its run's row and its metrics said "running" from then on.
+    @Test func aHangupStopsTheServiceCleanly() throws {
+        let (running, metrics) = try startService(["--poll-interval", "60"])
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        kill(running.pid, SIGHUP)
+        let result = try running.wait(timeout: 20)
+        #expect(result.signal == SIGHUP, "ends by the signal after a clean stop: \(result.stderr)")
+        #expect(result.summary?["stopped_by"] as? String == "SIGHUP" && result.summary?["exit_code"] as? Int == 129, "\(result.stdout)")
+        let outcome: String = try f.connection.query("SELECT outcome FROM job_runs WHERE job = 'event-notify'").first!.decode(0)
+        #expect(outcome == "stopped")
+        let text = (try? String(contentsOf: metrics.appendingPathComponent("mentor-push-event-notify.prom"), encoding: .utf8)) ?? ""
+        #expect(text.contains(#"outcome="stopped""#), "\(text)")
+    }
+
     /// SIGTERM while a committed batch's pushes go out: they all go out (the README's promise, and the app's
     /// 30 s), the service then ends by the signal. Before, the pushes not yet started were left to push-deliver.
     @Test func aBatchCommittedBeforeSIGTERMIsPushedWhole() throws {
@@ -1153,6 +1168,98 @@ import TestSupport
         }
         let decisions: Int = try f.connection.query("SELECT count(*)::int FROM decisions WHERE scenario = 'new_assignment'").first!.decode(0)
         #expect(decisions == 5, "each event decided once")
+    }
+
+    /// The service's connection is lost inside a batch (a failover, an admin's `pg_terminate_backend`): the batch
+    /// is rolled back and taken again after the reconnect, and counted once. Its counts stayed in the run's summary
+    /// and metrics, so they said 4 coordinators told where the inbox has 2.
+    @Test func aBatchCutOffByALostConnectionIsCountedOnce() throws {
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let coordinators = [try coordinator("Linda", of: kari), try coordinator("Per", of: kari)]
+        let (running, directory) = try startService(["--poll-interval", "60"])
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("mentor-push-event-notify.prom")
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE decisions IN EXCLUSIVE MODE")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "the service is recording its batch, at the gate")
+        try f.connection.execute("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = 'event-notify' AND wait_event_type = 'Lock' AND datname = current_database()
+            """)
+        try gate.execute("COMMIT")
+        let deadline = Date().addingTimeInterval(30)
+        func text() -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+        while !(text().contains(#"outcome="running""#) && (Self.metric("last_run_inbox_rows", in: file) ?? 0) > 0) && Date() < deadline {
+            usleep(50_000)
+        }
+        for coordinator in coordinators { #expect(try f.inbox(coordinator).map(\.category) == ["availability_change"]) }
+        #expect(Self.metric("last_run_notified", in: file) == 2 && Self.metric("last_run_inbox_rows", in: file) == 2, "\(text())")
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
+        #expect(result.summary?["notified"] as? Int == 2, "\(result.stdout)")
+    }
+
+    /// The connections are lost while a batch's pushes go out: delivery goes on (its outcomes written on a new
+    /// connection) until it needs the lost one, and the pushes that went out count in the run's summary. It said
+    /// none: only a delivery that ended well was counted.
+    @Test func pushesSentBeforeALostConnectionCountInTheSummary() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let coordinators = try (0..<10).map { try coordinator("Coordinator \($0)", of: kari) }
+        push.server.inject(.slow(seconds: 0.3), count: 1_000, provider: .apns)
+        var environment = push.variables
+        environment["PUSH_CONCURRENCY"] = "1"
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: environment)
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        func sent() throws -> Int {
+            try f.connection.query("SELECT count(*)::int FROM deliveries WHERE state = 'sent'").first!.decode(0)
+        }
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        var deadline = Date().addingTimeInterval(20)
+        while try sent() < 3 && Date() < deadline { usleep(20_000) }
+        try f.connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'event-notify' AND datname = current_database()")
+        deadline = Date().addingTimeInterval(30)
+        while try sent() < 10 && Date() < deadline { usleep(50_000) }
+        for coordinator in coordinators { #expect(try f.deliveryStates(coordinator) == ["sent"], "sent by the service itself") }
+        let answered = push.server.requests().filter { $0.provider == .apns && $0.status == 200 }
+        #expect(answered.count == 10 && Set(answered.compactMap(\.deviceToken)).count == 10, "each once")
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 10, "\(result.stdout)")
+    }
+
+    /// The connection is lost after a batch's commit, before its pushes went out: they go out once the service is
+    /// back. They waited, due, for push-deliver's next run (a minute on the timer; none where only the service runs).
+    @Test func pushesOfABatchWhoseDeliveryLostItsConnectionGoOutAfterTheReconnect() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let coordinators = [try coordinator("Linda", of: kari), try coordinator("Per", of: kari)]
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: push.variables)
+        defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        // Delivery reads the providers' holds first: the gate stops it there, after the batch's commit.
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE endpoint_holds IN ACCESS EXCLUSIVE MODE")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "delivery is at the gate")
+        for coordinator in coordinators { #expect(try f.deliveryStates(coordinator) == ["pending"], "the batch is committed") }
+        try f.connection.execute("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = 'event-notify' AND wait_event_type = 'Lock' AND datname = current_database()
+            """)
+        try gate.execute("COMMIT")
+        let deadline = Date().addingTimeInterval(30)
+        while try coordinators.contains(where: { try f.deliveryStates($0) != ["sent"] }) && Date() < deadline { usleep(50_000) }
+        for coordinator in coordinators { #expect(try f.deliveryStates(coordinator) == ["sent"]) }
+        #expect(push.server.requests().filter { $0.provider == .apns }.count == 2, "each once")
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 2, "\(result.stdout)")
     }
 
     @Test func processedEventsArePrunedAfterTheRetention() throws {

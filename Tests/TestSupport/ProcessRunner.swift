@@ -101,8 +101,22 @@ public enum ProcessRunner {
         let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
 
+        // Started as systemd or a shell starts it: no signal blocked, stop signals at their default action. The test
+        // runner's threads block signals, and a child inherits that: a stop signal a job did not handle left it running
+        // in a test instead of ending it at once.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), stops = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&stops)
+        for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stops, number) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &stops)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         close(outPipe[1])
         close(errPipe[1])
         guard rc == 0 else {
