@@ -259,13 +259,19 @@ public struct EventProcessor {
                 let kind: String = try row.decode(1)
                 let before = summary
                 let givenBefore = printer.given
+                // An event's lines wait until every scenario of its kind planned it: a later one failing sets the
+                // event aside whole, and the lines an earlier one printed told of notifications the run will not make.
+                var eventLines: [String] = []
+                var eventPrinter = printer
+                eventPrinter.emit = { eventLines.append($0) }
                 try connection.execute("SAVEPOINT one_event")
                 do {
                     for handler in handlers where handler.eventKinds.contains(kind) {
                         try handler.process(.claimed([id]), on: connection, policies: policies, runID: nil, now: now,
-                                            printer: printer, logger: logger, summary: &summary)
+                                            printer: eventPrinter, logger: logger, summary: &summary)
                     }
                     try connection.execute("RELEASE SAVEPOINT one_event")
+                    eventLines.forEach(printer.emit)
                 } catch let error as PostgresError where error.isDataAtFault {
                     try connection.execute("ROLLBACK TO SAVEPOINT one_event")
                     summary = before
