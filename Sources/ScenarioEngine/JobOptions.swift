@@ -68,6 +68,9 @@ public struct JobOptions: ParsableArguments, Sendable {
     public mutating func validate() throws {
         if explain && dryRun { throw ValidationError("--explain and --dry-run cannot be used together") }
         if !explain { try shared.refuseNowAheadOfTheClock() }
+        // Named twice is named once (the summary's `limited_to` listed it twice).
+        var named = Set<OrganizationID>()
+        organizations = organizations.filter { named.insert($0).inserted }
     }
 
     public var dryRun: Bool { get { shared.dryRun } set { shared.dryRun = newValue } }

@@ -446,9 +446,11 @@ import TestSupport
         let b = try f.organization("B")
         let inA = try f.mentor(a, "In A", lastActivityDaysAgo: 20)
         let inB = try f.mentor(b, "In B", lastActivityDaysAgo: 20)
-        _ = try run(daysLater: 0, ["--org", a.uuidString])
+        // The same organization twice (a wrapper's list, a paste) is one organization: the summary listed it twice.
+        let result = try run(daysLater: 0, ["--org", a.uuidString, "--org", a.uuidString.uppercased()])
         #expect(try f.inbox(inA).count == 1)
         #expect(try f.inbox(inB).isEmpty)
+        #expect(result.summary?["limited_to"] as? [String] == [a.uuidString.lowercased()], "\(result.stdout)")
     }
 
     /// A row written before the settings were checked that cannot even be read (a number past what a Double
