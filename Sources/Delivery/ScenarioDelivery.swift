@@ -44,6 +44,9 @@ public final class ScenarioDelivery: JobDelivery {
     public private(set) var failedSoFar: String?
 
     public func deliver(runID: Int, connection: Connection, logger: Logger) throws -> DeliveryResult? {
+        // This call's: a failure before the engine runs (its sibling connections refused) must not report an earlier
+        // failure's counts, which a service's pushes since had outgrown.
+        failedSoFar = nil
         if credentialsRefused, let loaded = settings, loaded.credentialFilesNow != loadedFiles {
             // Credentials refused last time: the files are read again, as they are now (a service account's key
             // rotated in place, its old key revoked), with a fresh engine. A long-running job kept what it started

@@ -9,12 +9,12 @@ import Glibc
 /// a job run by hand closing): the job stops
 /// taking new work, lets what is in flight finish, records it, leaves the rest for the next run, prints
 /// its summary, and then ends by that same signal, so systemd and the shell see what stopped it.
-/// A second signal ends the process at once (the database stays consistent either way: every batch is
-/// its own transaction and every claim a lease).
+/// A second SIGTERM or SIGINT ends the process at once (the database stays consistent either way: every batch is
+/// its own transaction and every claim a lease); a second SIGHUP changes nothing.
 public final class StopRequest: @unchecked Sendable {
     public static let shared = StopRequest()
     /// Never requested (it listens for no signal): for work that finishes once begun, such as the pushes of
-    /// a batch event-notify has committed. A second signal still ends the process at once.
+    /// a batch event-notify has committed. A second SIGTERM or SIGINT still ends the process at once.
     public static let never = StopRequest()
 
     private let received = Atomic<Int32>(0)
@@ -49,9 +49,11 @@ public final class StopRequest: @unchecked Sendable {
             let line = "\(StopRequest.name(number)): stopping after what is in flight; the rest is left for the next run (send it again to stop at once)\n"
             // Written as it can be: after a hangup the terminal may be gone, and FileHandle's write traps on EIO.
             _ = line.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
-        } else {
+        } else if number != SIGHUP {
             StopRequest.end(by: number)
         }
+        // A second SIGHUP is the same hangup: a terminal closing sends one from the shell and one from the kernel,
+        // a fraction of a millisecond apart, and taking the second for "stop at once" ended the job mid-batch.
     }
 
     /// The signal that asked the job to stop, if one did.

@@ -84,10 +84,24 @@ enum ConnectionString {
         return best
     }
 
-    /// The PG* variable whose value libpq refused in `message`, when the URL `string` does not set that keyword
-    /// itself (libpq then applies the variable): `PGSSLMODE=bogus` beside a good URL was "the database URL is
-    /// malformed", and its operator looked for the fault in the URL.
+    /// The PG* variable (or variables) whose value libpq refused in `message`, when the URL `string` does not set
+    /// that keyword itself (libpq then applies the variable): `PGSSLMODE=bogus` beside a good URL was "the database
+    /// URL is malformed", and its operator looked for the fault in the URL. The keyword is the one libpq's message
+    /// names (`for connection option "connect_timeout"`, `invalid sslmode value`, `invalid port number`); a password's
+    /// variable is never named (naming it beside the value quoted would tell the password).
     static func variableRefused(in message: String, url string: String) -> String? {
+        let named: [String]
+        if let match = message.firstMatch(of: /for connection option "([a-z_]+)"/) {
+            named = [String(match.1)]
+        } else if let match = message.firstMatch(of: /invalid ([a-z_]+) value: "/) {
+            named = [String(match.1)]
+        } else if message.contains("invalid port number") {
+            named = ["port"]
+        } else if message.contains("could not match"), message.contains("port numbers") || message.contains("host names") {
+            named = ["host", "hostaddr", "port"]
+        } else {
+            return nil
+        }
         var set: Set<String> = []
         if let options = PQconninfoParse(string, nil) {
             defer { PQconninfoFree(options) }
@@ -100,14 +114,17 @@ enum ConnectionString {
         guard let defaults = PQconndefaults() else { return nil }
         defer { PQconninfoFree(defaults) }
         let environment = ProcessInfo.processInfo.environment
+        var variables: [String] = []
         var option = defaults
-        while let keyword = option.pointee.keyword {
+        while let pointer = option.pointee.keyword {
             defer { option += 1 }
-            guard let name = option.pointee.envvar.map({ String(cString: $0) }), let value = environment[name], !value.isEmpty,
-                  !set.contains(String(cString: keyword)) else { continue }
-            if message.contains("\"\(value)\"") { return name }
+            let keyword = String(cString: pointer)
+            guard named.contains(keyword), !set.contains(keyword),
+                  option.pointee.dispchar.map({ String(cString: $0) }) != "*",
+                  let name = option.pointee.envvar.map({ String(cString: $0) }), let value = environment[name], !value.isEmpty else { continue }
+            variables.append(name)
         }
-        return nil
+        return variables.isEmpty ? nil : variables.joined(separator: " or ")
     }
 
     /// libpq's connection keywords (`host`, `port`, `sslmode`…), as it lists them.

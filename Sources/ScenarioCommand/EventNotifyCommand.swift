@@ -17,8 +17,8 @@ public struct EventNotifyCommand: ParsableCommand {
             Exit codes: 0 done, 64 bad flags, 65 an event row that cannot be read (set aside with the error), \
             69 database (--once; otherwise it retries) or push provider unreachable (the notifications are stored, \
             and push-deliver sends them), 70 bug, 75 statement timeout or lock, 77 a login refused or a privilege missing, \
-            78 configuration or schema problem (an organization's events with invalid rules are set aside). SIGTERM or SIGINT: the batch in progress commits and is pushed, then \
-            the process ends by that signal (143, 130).
+            78 configuration or schema problem (an organization's events with invalid rules are set aside). SIGTERM, SIGINT or SIGHUP: the batch in progress commits and is pushed, then \
+            the process ends by that signal (143, 130, 129).
             """)
 
     @OptionGroup public var options: SharedJobFlags

@@ -17,8 +17,8 @@ public struct ScenarioCommand: ParsableCommand {
                 Exit codes: 0 done (also nothing to do, or another run in progress), 64 bad flags, 65 bad data, \
                 69 database or push provider unreachable (a provider: the notifications are stored, and push-deliver sends \
                 them), 70 bug, 75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration or schema problem (an \
-                organization's invalid settings: the others still run; a provider refused our credentials). SIGTERM or SIGINT: what was decided is recorded and what is in flight \
-                finishes, then the job ends by that signal (143, 130); a second one ends it at once.
+                organization's invalid settings: the others still run; a provider refused our credentials). SIGTERM, SIGINT or SIGHUP: what was decided is recorded and what is in flight \
+                finishes, then the job ends by that signal (143, 130, 129); a second SIGTERM or SIGINT ends it at once.
                 """)
     }
 

@@ -50,10 +50,9 @@ public struct EventNotifyRunner {
         let logger = run.logger
         run.measuresEvents = true
         var summary = ScenarioSummary(job: Self.job, dryRun: options.dryRun, reasonOrder: processor.reasonOrder)
-        var events = 0
         /// The counts so far, for the run's record and its metrics: a service's run is the life of its process,
         /// and its metrics file, rewritten as it runs, showed none of them until it ended.
-        func keepCounts() { run.counts = { [summary, events] in var writer = summary.members; writer.add("events", events); return writer } }
+        func keepCounts() { run.counts = { [summary] in var writer = summary.members; writer.add("events", summary.events); return writer } }
         defer { keepCounts() }
 
         if options.dryRun {
@@ -61,12 +60,12 @@ public struct EventNotifyRunner {
             try Schema.check(connection)
             let printer = PlanPrinter(format: options.format, emit: planOutput)
             printer.header(job: Self.job, asOf: run.asOf)
-            events = try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
+            summary.events = try processor.plan(on: connection, now: run.asOf, printer: printer, logger: logger, summary: &summary)
             // The exit code the run would have, as the scheduled jobs' dry runs give it.
             _ = Self.degrade(run, for: summary, since: ScenarioSummary(job: Self.job, dryRun: true, reasonOrder: []), dryRun: true)
             printer.footer(summary)
             Output.flush()
-            logger.info("\(events) events: \(summary.sentence)")
+            logger.info("\(summary.events) events: \(summary.sentence)")
             return
         }
 
@@ -88,6 +87,9 @@ public struct EventNotifyRunner {
         /// A connection was lost: the run's pushes that delivery had not sent yet (cut off, or claimed and given
         /// back) are sent once it is back, not left to push-deliver's next minute.
         var deliveryOwed = false
+        /// The summary as the exit code and metrics last took it in (`degrade`): events taken one at a time and
+        /// committed before a lost connection count, though their batch ended with the loss.
+        var accounted = summary
         let started = ContinuousClock.now
         while !stop.isRequested {
             do {
@@ -113,10 +115,10 @@ public struct EventNotifyRunner {
                 }
                 while !stop.isRequested {
                     let now = options.now?.date ?? Date()
-                    let before = summary
                     let batch = try processor.processBatch(on: database, runID: run.runID!, now: now, logger: logger, summary: &summary)
                     let taken = batch.processed
-                    if !Self.degrade(run, for: summary, since: before, dryRun: false) { drainHealthy = false; setAside = true }
+                    if !Self.degrade(run, for: summary, since: accounted, dryRun: false) { drainHealthy = false; setAside = true }
+                    accounted = summary
                     for (scenario, reason) in processor.suspended.reasons.sorted(by: { $0.key < $1.key }) {
                         run.degrade(.config, "\(scenario) cannot run (\(reason)): its events wait, pending, until it is fixed")
                         drainHealthy = false
@@ -146,7 +148,6 @@ public struct EventNotifyRunner {
                     }
                     if taken == 0 { break }
                     drained = true
-                    events += taken
                     logger.debug("\(taken) events processed")
                     if try !deliver(run: run, connection: database, summary: &summary) { drainHealthy = false }
                 }
@@ -179,6 +180,8 @@ public struct EventNotifyRunner {
                 let atMost = heldWaiting ? HeldSubjects.passOverFor : settings.pollInterval
                 try wait(database, atMost: max(.milliseconds(50), min(atMost, nextHeartbeat)))
             } catch {
+                if !Self.degrade(run, for: summary, since: accounted, dryRun: false) { healthy = false; onlyDeliveriesFailed = false }
+                accounted = summary
                 guard !settings.once, Self.isConnectionLoss(error) else { throw error }
                 logger.warning("\(connection == nil ? "cannot connect to the database" : "database connection lost") (\(error)); reconnecting in \(Int(reconnectDelay)) s")
                 // Said in the metrics too, as it goes: a service that never got a connection (a fresh install, a
@@ -198,7 +201,7 @@ public struct EventNotifyRunner {
         }
         if let signal = stop.requestedSignalName { run.stoppedBy = signal }
         Output.flush()
-        logger.info("\(events) events: \(summary.sentence)")
+        logger.info("\(summary.events) events: \(summary.sentence)")
     }
 
     /// Waits for a notification or `atMost` (the poll interval, or less for the next heartbeat), whichever comes

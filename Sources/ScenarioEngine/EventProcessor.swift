@@ -144,6 +144,7 @@ public struct EventProcessor {
                 let id: Int = try row.decode(0)
                 let kind: String = try row.decode(1)
                 outcome.processed += 1
+                summary.events += 1
                 summary.failedEvents += 1
                 let together = ids.count > 1 ? " (with the other events of its subject, decided together)" : ""
                 logger.error("event \(id) (\(kind)) cannot be processed: \(reason); set aside with the error (events.error)\(together), fix what wrote it")
@@ -183,7 +184,7 @@ public struct EventProcessor {
         // Passed over: subjects a recent batch held back, which would otherwise be the oldest pending and fill every
         // claim (a single event asked for is taken whatever).
         let passedOver = only == nil ? held.current : []
-        return try connection.transaction {
+        let outcome: BatchOutcome = try connection.transaction {
             let claimed = try connection.query("""
                 SELECT id, kind, subject_id FROM events WHERE processed_at IS NULL AND (\(only)::bigint IS NULL OR id = \(only)::bigint)
                    AND kind <> ALL(\(PostgresArray(suspended.kinds))::text[])
@@ -213,6 +214,9 @@ public struct EventProcessor {
             }
             return BatchOutcome(processed: admitted.ids.count, heldBack: admitted.heldBack.count)
         }
+        // Committed: counted with the rest of what the batch did (and taken back with it when a caller rolls back).
+        summary.events += outcome.processed
+        return outcome
     }
 
     /// How many pending events a dry run plans one at a time, after an event row that cannot be read.

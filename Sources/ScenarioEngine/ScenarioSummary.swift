@@ -69,6 +69,9 @@ public struct ScenarioSummary: Sendable {
         reasonOrder.compactMap { reason in suppressed[reason].map { (reason, $0) } }
     }
 
+    /// The events processed (event-notify's; committed, or set aside with their error), or a dry run's planned.
+    public var events = 0
+
     /// The members of the summary line and of `job_runs.counts`.
     /// The organizations a run limited with `--org` decided for (empty: every organization).
     public var limitedTo: [String] = []

@@ -16,8 +16,8 @@ struct PruneCommand: ParsableCommand {
             decision or notification references. Processed events are event-notify's to prune.
             Each setting: the flag, else its environment variable, else the default shown.
             Exit codes: 0 done (also when another prune was running), 64 bad flags, 69 database unreachable, \
-            75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration (malformed variable or URL, unmigrated database). SIGTERM or SIGINT: it stops between \
-            batches, records what it deleted, then ends by that signal (143, 130).
+            75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration (malformed variable or URL, unmigrated database). SIGTERM, SIGINT or SIGHUP: it stops between \
+            batches, records what it deleted, then ends by that signal (143, 130, 129).
             """)
 
     @Flag(name: .long, help: "Print how many rows each rule would delete; delete nothing (read-only transaction).")

@@ -9,7 +9,7 @@ struct PushDeliverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push-deliver",
         abstract: "Send every due push delivery (new, retries, left by a crashed run) to APNs and FCM over HTTP/2.",
-        discussion: "Many push-deliver processes may run at once against one database: each claims its own rows. Exit codes: 0 done, 64 bad flags, 65 bad data, 69 database or provider unreachable (or stopped for an outage), 70 bug, 75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration (missing or malformed key, broken credentials). SIGTERM or SIGINT: pushes in flight finish and are recorded, the rest is released for the next run, then it ends by that signal (143, 130); a second one ends it at once.")
+        discussion: "Many push-deliver processes may run at once against one database: each claims its own rows. Exit codes: 0 done, 64 bad flags, 65 bad data, 69 database or provider unreachable (or stopped for an outage), 70 bug, 75 statement timeout or lock, 77 a login refused or a privilege missing, 78 configuration (missing or malformed key, broken credentials). SIGTERM, SIGINT or SIGHUP: pushes in flight finish and are recorded, the rest is released for the next run, then it ends by that signal (143, 130, 129); a second SIGTERM or SIGINT ends it at once.")
 
     @Flag(name: .long, help: "List what would be sent; send nothing, write nothing.")
     var dryRun = false

@@ -393,7 +393,23 @@ import TestSupport
             #expect(result.status == 78, "\(job): \(result.stderr)")
             #expect(result.stderr.contains("the connection settings were refused") && result.stderr.contains("PG* variables"), "\(job): \(result.stderr)")
             #expect(!result.stderr.contains("URL is malformed"), "\(job): \(result.stderr)")
+            if database != nil, let variable = environment.keys.first(where: { ["PGSSLMODE", "PGCONNECT_TIMEOUT"].contains($0) }) {
+                #expect(result.stderr.contains("\(variable) (not set in the URL)"), "names the variable: \(result.stderr)")
+            }
         }
+    }
+
+    /// A value the URL itself sets is the URL's fault, whatever PG* variables are set beside it: the first check named
+    /// any variable whose value stood in quotes in libpq's message (the server's address, a password equal to the
+    /// refused value).
+    @Test(arguments: [("connect_timeout=abc", "abc"), ("sslmode=prefer2", "prefer2"), ("sslmode=require1", "require1")])
+    func aValueTheURLSetsIsBlamedOnTheURL(query: String, value: String) throws {
+        let database = try TestCluster.shared().makeDatabase(migrated: false)
+        let environment = ["PGHOST": "127.0.0.1", "PGAPPNAME": "prefer2", "PGPASSWORD": "require1", "DATABASE_URL": ProcessRunner.unset]
+        let result = try Jobs.run("inactivity-check", ["--database-url", database.url + "&" + query], database: nil, environment: environment)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("the database URL is malformed"), "\(result.stderr)")
+        for variable in environment.keys where variable.hasPrefix("PG") { #expect(!result.stderr.contains(variable), "\(result.stderr)") }
     }
 
     /// A password with an unencoded '@': libpq takes what follows it for the host and quotes that in its

@@ -553,10 +553,13 @@ import TestSupport
     }
 
     /// SIGHUP (the terminal of a service run by hand closing, `systemctl kill -s HUP`) stops it as SIGTERM does. Its
-    /// default action ended the process at once: its run's row and its metrics said "running" from then on.
+    /// default action ended the process at once: its run's row and its metrics said "running" from then on. A terminal
+    /// closing sends two, the shell's and the kernel's, a moment apart: the second is no "stop at once".
     @Test func aHangupStopsTheServiceCleanly() throws {
         let (running, metrics) = try startService(["--poll-interval", "60"])
         defer { kill(running.pid, SIGKILL); try? FileManager.default.removeItem(at: metrics) }
+        kill(running.pid, SIGHUP)
+        usleep(20_000)
         kill(running.pid, SIGHUP)
         let result = try running.wait(timeout: 20)
         #expect(result.signal == SIGHUP, "ends by the signal after a clean stop: \(result.stderr)")
@@ -1260,6 +1263,91 @@ import TestSupport
         let result = try running.wait(timeout: 20)
         #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
         #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 2, "\(result.stdout)")
+    }
+
+    /// A delivery that fails before it sends anything (the database refuses the engine's own connections) after an
+    /// earlier delivery was cut off: the run's summary keeps every push that went out. It took the earlier failure's
+    /// counts (none sent) for the whole run's.
+    @Test func aDeliveryRefusedItsConnectionsKeepsThePushesOfTheRunInTheSummary() throws {
+        let push = try PushEnvironment()
+        let kari = try f.mentor(org, "Kari", lastActivityDaysAgo: 1)
+        let coordinators = [try coordinator("Linda", of: kari), try coordinator("Per", of: kari)]
+        let (running, metrics) = try startService(["--poll-interval", "60"], environment: push.variables)
+        // A database's connections are allowed or not from another one; its name is digits and hex (`makeDatabase`).
+        let admin = try Connection(url: try TestCluster.shared().adminURL, applicationName: "tests")
+        defer {
+            kill(running.pid, SIGKILL)
+            try? FileManager.default.removeItem(at: metrics)
+            try? admin.runScript("ALTER DATABASE \(db.name) ALLOW_CONNECTIONS true")
+        }
+        func endSessions(waitingOnly: Bool) throws {
+            try f.connection.execute("""
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'event-notify' AND datname = current_database() AND (NOT \(waitingOnly) OR wait_event_type = 'Lock')
+                """)
+        }
+        // A first delivery cut off before it sent anything; after the reconnect its pushes go out (2).
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE endpoint_holds IN ACCESS EXCLUSIVE MODE")
+        try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(kari), now(), 'ferie')")
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "delivery is at the gate")
+        try endSessions(waitingOnly: true)
+        try gate.execute("COMMIT")
+        var deadline = Date().addingTimeInterval(30)
+        while try coordinators.contains(where: { try f.deliveryStates($0) != ["sent"] }) && Date() < deadline { usleep(50_000) }
+        #expect(push.server.requests().filter { $0.provider == .apns }.count == 2)
+        // Then the connections are lost again, and the database takes the service's next one but no more: the
+        // delivery owed after the reconnect cannot open its own.
+        try gate.execute("BEGIN")
+        try gate.execute("LOCK TABLE job_runs IN ACCESS EXCLUSIVE MODE")
+        try endSessions(waitingOnly: false)
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "the reconnect takes the run again, at the gate")
+        try admin.runScript("ALTER DATABASE \(db.name) ALLOW_CONNECTIONS false")
+        try gate.execute("COMMIT")
+        deadline = Date().addingTimeInterval(10)
+        while !((try? String(contentsOf: metrics.appendingPathComponent("mentor-push-event-notify.prom"), encoding: .utf8)) ?? "")
+            .contains(#"outcome="reconnecting""#) && Date() < deadline { usleep(50_000) }
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 40)
+        #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
+        #expect((result.summary?["push"] as? [String: Any])?["sent"] as? Int == 2, "\(result.stdout)")
+    }
+
+    /// Events taken one at a time (a row that cannot be read is among them) and committed before the connection is
+    /// lost count as processed: the run's `events` left them out, as if the batch had rolled back whole.
+    @Test func eventsCommittedOneAtATimeBeforeALostConnectionAreCounted() throws {
+        try f.connection.execute("UPDATE events SET processed_at = now()")
+        try f.connection.execute("INSERT INTO events (kind, mentor_id, subject_id) VALUES ('pause_started', \(try f.mentor(org, "Ola", lastActivityDaysAgo: nil)), 'not-a-pause-id')")
+        var last: UUID? = nil
+        for name in ["Kari", "Nora", "Siri"] {
+            let mentor = try f.mentor(org, name, lastActivityDaysAgo: nil)
+            last = try coordinator("Coordinator of \(name)", of: mentor)
+            try f.connection.execute("INSERT INTO availability_pauses (mentor_id, starts_at, reason) VALUES (\(mentor), now(), 'ferie')")
+        }
+        // The last pause's notice waits for its coordinator's row: the first two are committed by then.
+        let gate = try db.connect()
+        try gate.execute("BEGIN")
+        try gate.execute("SELECT 1 FROM users WHERE id = \(last!) FOR UPDATE")
+        let running = try ProcessRunner.start(Paths.executable("event-notify"), ["--database-url", db.url, "--poll-interval", "60"])
+        defer { kill(running.pid, SIGKILL) }
+        #expect(try f.waitForLockWaiters(1, timeout: 30) == 1, "the last pause is at the gate")
+        try f.connection.execute("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = 'event-notify' AND wait_event_type = 'Lock' AND datname = current_database()
+            """)
+        try gate.execute("COMMIT")
+        let deadline = Date().addingTimeInterval(30)
+        while try pending() > 0 && Date() < deadline { usleep(50_000) }
+        #expect(try pending() == 0)
+        kill(running.pid, SIGTERM)
+        let result = try running.wait(timeout: 20)
+        #expect(result.stderr.contains("reconnect"), "\(result.stderr)")
+        let runID = try #require(result.summary?["run_id"] as? Int, "\(result.stdout)")
+        let processed: Int = try f.connection.query("SELECT count(*)::int FROM events WHERE job_run_id = \(runID)").first!.decode(0)
+        #expect(processed == 4)
+        #expect(result.summary?["events"] as? Int == processed && result.summary?["notified"] as? Int == 3, "\(result.stdout)")
+        #expect(result.summary?["failed_events"] as? Int == 1, "\(result.stdout)")
     }
 
     @Test func processedEventsArePrunedAfterTheRetention() throws {
