@@ -45,6 +45,9 @@ public enum PruneRunner {
         }
     }
 
+    /// How long a batch waits for a lock before its rule is left for the next run.
+    static let lockTimeoutMilliseconds = 5_000
+
     public static func run(_ options: Options) -> ExitStatus {
         JobEnvelope.run("prune", dryRun: options.dryRun, logLevel: options.logLevel, writes: !options.dryRun) { run in
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: options.databaseURL), name: "prune",
@@ -67,6 +70,9 @@ public enum PruneRunner {
             } else {
                 guard try run.claimExclusive(on: connection) else { return }
                 if run.runID == nil { try run.record(on: connection) } // a run that waited is on record already
+                // A rule that meets a lock held elsewhere gives up after a few seconds, holding nothing, and is left for
+                // the next run: it waited out the statement timeout (300 s by default) with its batch's rows locked.
+                try connection.execute("SELECT set_config('lock_timeout', \(String(PruneRunner.lockTimeoutMilliseconds)), false)")
                 var pruner = Pruner(connection: connection, rules: PruneRules(settings: settings), batchSize: settings.batchSize, logger: run.logger)
                 defer {
                     // Also when a later batch fails: what committed is gone, and the summary says so.

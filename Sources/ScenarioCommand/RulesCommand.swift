@@ -101,11 +101,16 @@ public struct RulesCommand: ParsableCommand {
         }
     }
 
+    /// A line of the text output: names, keys and messages come from the database, and a control character or an
+    /// escape sequence in one (an organization named by a careless app) reached the operator's terminal raw.
+    private func say(_ text: String) { Output.line(OutsideText.printable(text)) }
+
     func run(_ scenarios: [any Scenario]) -> ExitStatus {
         JobEnvelope.run("rules", dryRun: true, asOf: (dryRun ? now?.date : nil) ?? Date(), logLevel: logLevel, writes: false) { run in
             let connection = try JobDatabase.connect(url: JobDatabase.url(flag: databaseURL), name: "rules")
             try Schema.check(connection)
-            let ids = organizations.map(\.id)
+            var named = Set<UUID>()
+            let ids = organizations.map(\.id).filter { named.insert($0).inserted }
             let known: Set<UUID> = Set(try connection.query("""
                 SELECT id FROM organizations WHERE id = ANY(\(PostgresArray(ids))::uuid[])
                 """).map { try $0.decode(0) })
@@ -125,7 +130,7 @@ public struct RulesCommand: ParsableCommand {
                 var invalid = 0
                 for scenario in selected { invalid += try check(scenario, organizations: ids, connection: connection) }
                 if format == .text {
-                    Output.line(invalid == 0 ? "every organization's rules are valid" : "\(invalid) invalid rule(s) (above): the jobs skip those organizations")
+                    say(invalid == 0 ? "every organization's rules are valid" : "\(invalid) invalid rule(s) (above): the jobs skip those organizations")
                 }
                 if invalid > 0 { run.degrade(.config, "\(invalid) organization rule(s) are invalid") }
                 run.counts = { var writer = JSONWriter(); writer.add("invalid", invalid); return writer }
@@ -140,7 +145,7 @@ public struct RulesCommand: ParsableCommand {
         let (_, invalid) = try RuleLoader.load(scenario, only: organizations, from: connection)
         for failure in invalid {
             switch format {
-            case .text: Output.line("INVALID \(failure.message)")
+            case .text: say("INVALID \(failure.message)")
             case .json:
                 var writer = JSONWriter()
                 writer.add("scenario", scenario.key)
@@ -181,14 +186,14 @@ public struct RulesCommand: ParsableCommand {
             let scope = organizations.isEmpty ? "every organization" : "\(organizations.count) organization(s)"
             switch format {
             case .text:
-                Output.line("\(key) \(json) for \(scope), as of \(now.map { Timestamp.iso8601($0.date) } ?? "now"):")
-                Output.line("  would notify \(proposed.notified) of \(proposed.candidates) candidates (as the rules are: \(current.notified) of \(current.candidates))")
+                say("\(key) \(json) for \(scope), as of \(now.map { Timestamp.iso8601($0.date) } ?? "now"):")
+                say("  would notify \(proposed.notified) of \(proposed.candidates) candidates (as the rules are: \(current.notified) of \(current.candidates))")
                 let reasons = Set(proposed.suppressed.keys).union(current.suppressed.keys).sorted()
                 for reason in reasons {
-                    Output.line("  suppressed \(reason): \(proposed.suppressed[reason] ?? 0) (as the rules are: \(current.suppressed[reason] ?? 0))")
+                    say("  suppressed \(reason): \(proposed.suppressed[reason] ?? 0) (as the rules are: \(current.suppressed[reason] ?? 0))")
                 }
                 if proposed.invalidOrganizations > 0 {
-                    Output.line("  not counted: \(proposed.invalidOrganizations) organization(s) with invalid settings or templates, which the jobs skip too (see rules --validate)")
+                    say("  not counted: \(proposed.invalidOrganizations) organization(s) with invalid settings or templates, which the jobs skip too (see rules --validate)")
                 }
             case .json:
                 var writer = JSONWriter()
@@ -215,15 +220,15 @@ public struct RulesCommand: ParsableCommand {
             let rules = try WhyReport.rules(connection, id, scenario: scenario)
             switch format {
             case .text:
-                Output.line("\(name) (\(id.lowercasedString))")
+                say("\(name) (\(id.lowercasedString))")
                 for rule in rules {
                     let source = rule.organizationRow == nil ? "defaults" : "its own row over the defaults"
-                    Output.line("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))  priority \(rule.priority)")
+                    say("  \(rule.scenario.padding(toLength: 21, withPad: " ", startingAt: 0)) \(rule.enabled ? "on " : "OFF")  \(rule.settings)  (\(source))  priority \(rule.priority)")
                     if let problem = rule.problem {
-                        Output.line("  \("".padding(toLength: 21, withPad: " ", startingAt: 0)) INVALID: \(problem): the jobs skip this organization for \(rule.scenario)")
+                        say("  \("".padding(toLength: 21, withPad: " ", startingAt: 0)) INVALID: \(problem): the jobs skip this organization for \(rule.scenario)")
                     }
                 }
-                Output.line("  delivery: " + (try deliveryPolicy(id, connection: connection)))
+                say("  delivery: " + (try deliveryPolicy(id, connection: connection)))
             case .json:
                 for rule in rules {
                     var writer = JSONWriter()

@@ -24,9 +24,13 @@ public enum WhatIf {
                                             now: Date, policies: [any Policy] = Policies.standard) throws -> (current: Count, proposed: Count) {
         let problem: String? = try connection.query("SELECT scenario_settings_problem(\(scenario.key), \(settings)::jsonb)").first!.decode(0)
         if let problem { throw JobFailure(.usage, "--set: \(problem)") }
-        let current = try count(scenario, organizations: organizations, on: connection, now: now, policies: policies)
-        let proposed = try count(scenario, organizations: organizations, on: connection, now: now, policies: policies, proposing: settings)
-        return (current, proposed)
+        // Both counts of one snapshot (read-only, repeatable read: no row is locked): a job committing between two
+        // passes made the side-by-side differ by what it changed, not by the proposal.
+        return try connection.transaction(.readOnly) {
+            let current = try count(scenario, organizations: organizations, on: connection, now: now, policies: policies)
+            let proposed = try count(scenario, organizations: organizations, on: connection, now: now, policies: policies, proposing: settings)
+            return (current, proposed)
+        }
     }
 
     /// One pass of the runner's decisions (rules, not-due organizations, candidates, policies, the

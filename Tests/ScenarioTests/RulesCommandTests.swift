@@ -24,6 +24,20 @@ import TestSupport
         #expect(result.stdout.contains("  delivery: quiet hours none; daily cap none; critical none\n"), "\(result.stdout)")
     }
 
+    /// Names and keys from the database reach the operator's terminal as text: an escape sequence in an organization's
+    /// name (setting the window title, clearing the screen) or a key of its rule went out raw, in the list and in
+    /// `--validate`'s INVALID lines.
+    @Test func escapeSequencesFromTheDatabaseReachTheTerminalAsText() throws {
+        let evil = try f.organization("Evil\u{1b}]0;PWNED\u{07}Org\u{1b}[2J\r")
+        try f.ruleWrittenBeforeValidation(evil, settings: #"{"thr\u001b[2Jeshold": 7}"#)
+        for mode in [["--org", evil.uuidString], ["--validate"]] {
+            let result = try Jobs.run("rules", mode, database: db)
+            #expect(result.stdout.contains("INVALID"), "\(mode): \(result.stdout)")
+            #expect(!result.stdout.contains("\u{1b}") && !result.stdout.contains("\u{07}") && !result.stdout.contains("\r"), "\(mode): \(result.stdout)")
+            #expect(result.stdout.contains(#"Evil\u{1b}]0;PWNED"#), "shown as text: \(result.stdout)")
+        }
+    }
+
     /// A rule row of the app's own (activity_reminder, which `rules` lists) can be asked for by name: it was refused
     /// as "no such scenario", and left out of the list that message gave.
     @Test func aRuleRowOfTheAppsOwnCanBeShownAndValidatedByName() throws {
