@@ -143,8 +143,36 @@ extension FakePushCore {
         if target.0 == "topic", target.1.hasPrefix("/topics/") || !target.1.allSatisfy(Self.topicCharacters.contains) {
             return GoogleErrors.fcmInvalidArgument("Invalid topic name \(target.1)", field: "message.topic")
         }
+        if let apns = Self.field(message, "apns"), let reason = apnsHeaderProblem(apns, message: message) {
+            // Passed through to APNs, refused there: FCM answers with APNs's reason beside its own code (fact sheet §2.3, §2.4).
+            return GoogleErrors.response(status: 400, grpcStatus: "INVALID_ARGUMENT", message: "Request contains an invalid argument.",
+                                         details: [GoogleErrors.fcmError("INVALID_ARGUMENT"), GoogleErrors.apnsError(statusCode: 400, reason: reason)])
+        }
         let limit = target.0 == "token" || target.0 == "fid" ? 4096 : 2048
         if Self.payloadSize(message) > limit { return Self.messageTooBig }
+        return nil
+    }
+
+    /// APNs's reason for the headers of a message's `apns` block, as the APNs route checks them (FCM passes them through
+    /// to APNs); a data-only message to iOS may carry `apns-priority` 5 only. Nil when they pass.
+    private func apnsHeaderProblem(_ apns: JSONValue, message: JSONValue) -> String? {
+        var headers: [String: String] = [:]
+        for member in Self.field(apns, "headers")?.members ?? [] {
+            if let value = member.value.stringValue { headers[member.key.lowercased()] = value }
+        }
+        let pushType = headers["apns-push-type"]
+        if let pushType, configuration.apnsPushTypes[pushType] == nil { return "InvalidPushType" }
+        if let expiration = headers["apns-expiration"],
+           expiration.isEmpty || expiration.utf8.count > 19
+            || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            return "BadExpirationDate"
+        }
+        let priority = headers["apns-priority"] ?? "10"
+        guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
+        if priority == "10" && pushType == "background" { return "BadPriority" }
+        let alert = Self.field(apns, "payload")?["aps"]?["alert"]
+        if Self.field(message, "notification") == nil && alert == nil && headers["apns-priority"] != "5" { return "BadPriority" }
+        if let collapseID = headers["apns-collapse-id"], collapseID.utf8.count > 64 { return "BadCollapseId" }
         return nil
     }
 

@@ -28,6 +28,12 @@ enum GoogleErrors {
     }
 
     /// An FcmError detail: `{"@type": "…FcmError", "errorCode": code}`.
+    /// FCM's detail for an answer APNs gave to a message FCM passed on (fact sheet §2.4).
+    static func apnsError(statusCode: Int, reason: String) -> JSONValue {
+        .object([JSONMember("@type", .string("type.googleapis.com/google.firebase.fcm.v1.ApnsError")),
+                 JSONMember("statusCode", .number(String(statusCode))), JSONMember("reason", .string(reason))])
+    }
+
     static func fcmError(_ code: String) -> JSONValue {
         .object([JSONMember("@type", .string(fcmErrorType)), JSONMember("errorCode", .string(code))])
     }

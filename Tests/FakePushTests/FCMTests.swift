@@ -175,6 +175,35 @@ import TestSupport
         #expect(messages[6] == "Android message is too big")
     }
 
+    /// The `apns` block's headers are APNs's, passed through: refused as the APNs route refuses them, with APNs's
+    /// reason in an ApnsError detail (the fake took any string, so a regression in the shared header helpers showed
+    /// on the APNs route only). A data-only message to iOS may carry priority 5 only.
+    @Test func anAPNsBlockIsCheckedAsAPNsChecksItsHeaders() throws {
+        let harness = try Harness()
+        let accessToken = try harness.accessToken()
+        let token = Tokens.fcm()
+        func message(_ headers: String, notification: Bool = true) -> String {
+            let shown = notification ? #","notification":{"title":"t"}"# : ""
+            return #"{"message":{"token":"\#(token)"\#(shown),"apns":{"headers":{\#(headers)}}}}"#
+        }
+        let cases: [(String, Bool, String?)] = [
+            (#""apns-priority":"10","apns-push-type":"alert","apns-expiration":"1700000000","apns-collapse-id":"c""#, true, nil),
+            (#""apns-priority":"7""#, true, "BadPriority"),
+            (#""apns-expiration":"tomorrow""#, true, "BadExpirationDate"),
+            (#""apns-push-type":"bogus""#, true, "InvalidPushType"),
+            (#""apns-collapse-id":"\#(String(repeating: "x", count: 65))""#, true, "BadCollapseId"),
+            (#""apns-push-type":"background","apns-priority":"10""#, true, "BadPriority"),
+            (#""apns-priority":"10""#, false, "BadPriority"),
+            (#""apns-priority":"5""#, false, nil),
+        ]
+        let responses = try harness.curl(cases.map { .fcm(message($0.0, notification: $0.1), accessToken: accessToken) })
+        for (response, expected) in zip(responses, cases) {
+            let details = ((response.json?["error"] as? [String: Any])?["details"] as? [[String: Any]]) ?? []
+            let reason = details.first { ($0["@type"] as? String)?.hasSuffix("ApnsError") == true }?["reason"] as? String
+            #expect(response.status == (expected.2 == nil ? 200 : 400) && reason == expected.2, "\(expected.0): \(response.status) \(response.body)")
+        }
+    }
+
     @Test func registryStatesDriveGooglesErrors() throws {
         let harness = try Harness()
         let tokens = (0..<4).map { _ in Tokens.fcm() }
