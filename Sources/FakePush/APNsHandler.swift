@@ -182,15 +182,8 @@ extension FakePushCore {
         let pushType = headers.pushType
         if let pushType, configuration.apnsPushTypes[pushType] == nil { return "InvalidPushType" }
         if let id = headers.apnsID, !UUIDText.isCanonical(id) { return "BadMessageId" }
-        if let expiration = headers.expiration,
-           expiration.isEmpty || expiration.utf8.count > 19
-            || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-            return "BadExpirationDate"
-        }
-        // Left out, the priority is 10 (fact sheet §1.2); Apple: "Using priority 10 is an error" for background pushes.
-        let priority = headers.priority ?? "10"
-        guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
-        if priority == "10" && pushType == "background" { return "BadPriority" }
+        if let expiration = headers.expiration, !Self.isValidExpiration(expiration) { return "BadExpirationDate" }
+        if let problem = Self.priorityProblem(headers.priority, pushType: pushType) { return problem }
         guard let topic = headers.topic else { return "MissingTopic" }
         if let problem = topicProblem(topic, pushType: pushType ?? "alert") { return problem }
         if let collapseID = headers.collapseID, collapseID.utf8.count > 64 { return "BadCollapseId" }
@@ -198,6 +191,20 @@ extension FakePushCore {
     }
 
     /// The credential after `Bearer ` (scheme matched case-insensitively), or nil.
+    /// `apns-expiration`: UNIX epoch seconds, digits only (fact sheet §1.2).
+    static func isValidExpiration(_ expiration: String) -> Bool {
+        !expiration.isEmpty && expiration.utf8.count <= 19
+            && expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+    }
+
+    /// "BadPriority" for an `apns-priority` other than 10, 5 or 1, or 10 on a background push; nil when it passes.
+    /// Left out, the priority is 10 (fact sheet §1.2); Apple: "Using priority 10 is an error" for background pushes.
+    static func priorityProblem(_ priority: String?, pushType: String?) -> String? {
+        let priority = priority ?? "10"
+        guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
+        return priority == "10" && pushType == "background" ? "BadPriority" : nil
+    }
+
     static func bearerCredential(_ authorization: String) -> String? {
         let utf8 = authorization.utf8
         guard utf8.count > 7 else { return nil }

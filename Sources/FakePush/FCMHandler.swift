@@ -162,14 +162,8 @@ extension FakePushCore {
         }
         let pushType = headers["apns-push-type"]
         if let pushType, configuration.apnsPushTypes[pushType] == nil { return "InvalidPushType" }
-        if let expiration = headers["apns-expiration"],
-           expiration.isEmpty || expiration.utf8.count > 19
-            || !expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-            return "BadExpirationDate"
-        }
-        let priority = headers["apns-priority"] ?? "10"
-        guard priority == "10" || priority == "5" || priority == "1" else { return "BadPriority" }
-        if priority == "10" && pushType == "background" { return "BadPriority" }
+        if let expiration = headers["apns-expiration"], !Self.isValidExpiration(expiration) { return "BadExpirationDate" }
+        if let problem = Self.priorityProblem(headers["apns-priority"], pushType: pushType) { return problem }
         let alert = Self.field(apns, "payload")?["aps"]?["alert"]
         if Self.field(message, "notification") == nil && alert == nil && headers["apns-priority"] != "5" { return "BadPriority" }
         if let collapseID = headers["apns-collapse-id"], collapseID.utf8.count > 64 { return "BadCollapseId" }
