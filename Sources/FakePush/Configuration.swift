@@ -37,6 +37,13 @@ extension FakePushServer {
         public var host = "127.0.0.1"
         /// The port to bind; 0 picks a free one (read it back from ``FakePushServer/port``).
         public var port = 0
+        /// A port of Google's services of their own (FCM and the OAuth token endpoint), as `fcm.googleapis.com`
+        /// is another host than `api.push.apple.com`: ``port`` then serves APNs alone. Each port answers its own
+        /// service's paths only (another's get that host's 404), and a new connection advertises its own
+        /// service's stream limit, so what one provider's requests do to a connection never shows on the
+        /// other's. nil: one port serves all three (the `fake-push` command's default; benchmarks). 0 picks a
+        /// free one (read it back from ``FakePushServer/googlePort``).
+        public var googlePort: Int? = nil
         /// The server certificate chain as PEM, leaf first.
         public var certificateChainPEM: String
         /// The server's private key as PEM.
@@ -52,7 +59,9 @@ extension FakePushServer {
         /// strictest of the services the one port stands for (Google's start at about 100; a client that opens
         /// one stream on a new connection until its first answer, as ours does, meets both alike). `nil` means
         /// the larger of ``apnsMaxConcurrentStreams`` and ``fcmMaxConcurrentStreams``: only for a benchmark
-        /// comparing with clients that cannot start with one stream (h2load), never for a test.
+        /// comparing with clients that cannot start with one stream (h2load), never for a test. With a
+        /// ``googlePort`` it is APNs' port's (nil: ``apnsMaxConcurrentStreams``); Google's port starts at
+        /// ``fcmMaxConcurrentStreams``.
         /// Like APNs, the fake enforces every limit it advertises from the moment it sends it: a stream over the
         /// limit is refused (RST_STREAM REFUSED_STREAM) while the client has not acknowledged the SETTINGS frame,
         /// and ends the connection (GOAWAY PROTOCOL_ERROR) once it has.

@@ -56,14 +56,23 @@ final class ConnectionContext: @unchecked Sendable {
     static let streamLimitViolated = "Maximum active streams violated for this endpoint."
     /// What FCM says in its GOAWAY (fact sheet §2, item 8).
     static let googleStreamLimitViolated = "exceeded_max_concurrent_streams"
-    /// The service the connection's first request went to (known from its HEADERS): whose words a GOAWAY uses.
+    /// The service the connection's first request went to (known from its HEADERS, or from its port when that
+    /// serves one service): whose words a GOAWAY uses.
     var firstProvider: Provider?
+    /// The services the port it came in on stands for.
+    let listener: Listener
 
-    init(id: Int, channel: Channel, core: FakePushCore) {
+    init(id: Int, channel: Channel, core: FakePushCore, listener: Listener) {
         self.id = id
         self.channel = channel
         self.core = core
-        self.advertisedMaxConcurrentStreams = core.initialMaxConcurrentStreams
+        self.listener = listener
+        self.advertisedMaxConcurrentStreams = core.initialMaxConcurrentStreams(on: listener)
+        switch listener {
+        case .every: firstProvider = nil
+        case .apple: firstProvider = .apns
+        case .google: firstProvider = .fcm
+        }
         self.random = SplitMix64(seed: UInt64.random(in: .min ... .max))
     }
 
@@ -314,7 +323,7 @@ final class StreamsHandler: ChannelInboundHandler {
             }
             stream.headers = headers.headers
             if connection.firstProvider == nil, let path = headers.headers.first(name: ":path") {
-                let provider = FakePushCore.route(path)
+                let provider = FakePushCore.route(path, on: connection.listener)
                 if provider != .unknown { connection.firstProvider = provider }
             }
             stream.completed = headers.endStream

@@ -60,6 +60,16 @@ enum AfterResponse {
     case goAway(debugData: String?)
 }
 
+/// Which services a listening port stands for (``FakePushServer/Configuration/googlePort``).
+enum Listener: Sendable {
+    /// APNs, FCM and OAuth on one port.
+    case every
+    /// APNs alone, as `api.push.apple.com`.
+    case apple
+    /// FCM and OAuth, as Google's hosts.
+    case google
+}
+
 /// The server's behaviour, independent of sockets: routing, the three providers, faults, the registry and
 /// the recordings. Shared by every connection; safe to use from any thread.
 final class FakePushCore: Sendable {
@@ -109,10 +119,17 @@ final class FakePushCore: Sendable {
         peakOpenStreams.withLock { $0 = max($0, count) }
     }
 
-    /// The stream limit a connection advertises before it has shown its provider.
-    var initialMaxConcurrentStreams: Int {
-        configuration.initialMaxConcurrentStreams
-            ?? max(configuration.apnsMaxConcurrentStreams, configuration.fcmMaxConcurrentStreams)
+    /// The stream limit a new connection on `listener` advertises before it has shown its provider.
+    func initialMaxConcurrentStreams(on listener: Listener) -> Int {
+        switch listener {
+        case .every:
+            return configuration.initialMaxConcurrentStreams
+                ?? max(configuration.apnsMaxConcurrentStreams, configuration.fcmMaxConcurrentStreams)
+        case .apple:
+            return configuration.initialMaxConcurrentStreams ?? configuration.apnsMaxConcurrentStreams
+        case .google:
+            return configuration.fcmMaxConcurrentStreams
+        }
     }
 
     // MARK: Routing
@@ -125,9 +142,20 @@ final class FakePushCore: Sendable {
         return .unknown
     }
 
+    /// Which provider answers a path on `listener`: Apple's host answers every path as APNs does (404
+    /// `BadPath` off `/3/device/`), Google's has no APNs route (its 404 page).
+    static func route(_ path: String, on listener: Listener) -> Provider {
+        let provider = route(path)
+        switch listener {
+        case .every: return provider
+        case .apple: return .apns
+        case .google: return provider == .apns ? .unknown : provider
+        }
+    }
+
     /// Decides the answer to a complete request, records it and counts it.
     func handle(_ request: FakeRequest) -> StreamPlan {
-        let provider = Self.route(request.path)
+        let provider = Self.route(request.path, on: request.connection.listener)
         let fault: Fault? = provider == .unknown ? nil : faults.withLock { $0.isEmpty ? nil : $0.take(for: provider) }
 
         switch fault {

@@ -4,9 +4,10 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// Local fake APNs, FCM HTTP v1 and Google OAuth token endpoint on one TLS + HTTP/2 port, answering the way
-/// the real services do (status codes, reasons, error bodies), with a device-token registry, scripted faults
-/// and a record of every request.
+/// Local fake APNs, FCM HTTP v1 and Google OAuth token endpoint on one TLS + HTTP/2 port (or APNs on one and
+/// Google's two on another, as the real hosts are: ``Configuration/googlePort``), answering the way the real
+/// services do (status codes, reasons, error bodies), with a device-token registry, scripted faults and a
+/// record of every request.
 ///
 /// Routes: `POST /3/device/{token}` (APNs), `POST /v1/projects/{project}/messages:send` (FCM),
 /// `POST /token` (OAuth; point the service account file's `token_uri` at `<baseURL>/token`). TLS offers only
@@ -19,8 +20,9 @@ public final class FakePushServer: Sendable {
 
     private struct Runtime {
         var group: MultiThreadedEventLoopGroup?
-        var serverChannel: Channel?
+        var serverChannels: [Channel] = []
         var port = 0
+        var googlePort = 0
         var stopped = false
     }
 
@@ -45,9 +47,37 @@ public final class FakePushServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let core = self.core
 
+        var serverChannels: [Channel] = []
+        do {
+            if let googlePort = configuration.googlePort {
+                serverChannels.append(try Self.listen(on: configuration.port, for: .apple, core: core, group: group, sslContext: sslContext))
+                serverChannels.append(try Self.listen(on: googlePort, for: .google, core: core, group: group, sslContext: sslContext))
+            } else {
+                serverChannels.append(try Self.listen(on: configuration.port, for: .every, core: core, group: group, sslContext: sslContext))
+            }
+        } catch {
+            for channel in serverChannels { try? channel.close().wait() }
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        let port = serverChannels[0].localAddress?.port ?? configuration.port
+        let googlePort = serverChannels.count > 1 ? serverChannels[1].localAddress?.port ?? 0 : port
+        runtime.withLock { runtime in
+            runtime.group = group
+            runtime.serverChannels = serverChannels
+            runtime.port = port
+            runtime.googlePort = googlePort
+            runtime.stopped = false
+        }
+        core.tokenURL.withLock { $0 = "https://\(Self.urlHost(configuration.host)):\(googlePort)/token" }
+    }
+
+    /// Binds `port` and serves the services `listener` stands for on it.
+    private static func listen(on port: Int, for listener: Listener, core: FakePushCore,
+                               group: MultiThreadedEventLoopGroup, sslContext: NIOSSLContext) throws -> Channel {
         var connectionSettings = NIOHTTP2Handler.ConnectionConfiguration()
         connectionSettings.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: core.initialMaxConcurrentStreams),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: core.initialMaxConcurrentStreams(on: listener)),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
         ]
@@ -74,7 +104,7 @@ public final class FakePushServer: Sendable {
                 return channel.configureHTTP2SecureUpgrade(
                     h2ChannelConfigurator: { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            let connection = ConnectionContext(id: core.nextConnectionID(), channel: channel, core: core)
+                            let connection = ConnectionContext(id: core.nextConnectionID(), channel: channel, core: core, listener: listener)
                             try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(
                                 mode: .server, connectionConfiguration: connectionConfiguration,
                                 streamConfiguration: streamConfiguration))
@@ -90,28 +120,27 @@ public final class FakePushServer: Sendable {
                     })
             }
 
-        let serverChannel: Channel
+        let host = core.configuration.host
         do {
-            serverChannel = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
+            return try bootstrap.bind(host: host, port: port).wait()
         } catch {
-            try? group.syncShutdownGracefully()
-            throw FakePushError.bindFailed("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw FakePushError.bindFailed("cannot listen on \(host):\(port): \(error)")
         }
-        let port = serverChannel.localAddress?.port ?? configuration.port
-        runtime.withLock { runtime in
-            runtime.group = group
-            runtime.serverChannel = serverChannel
-            runtime.port = port
-            runtime.stopped = false
-        }
-        core.tokenURL.withLock { $0 = "https://\(Self.urlHost(configuration.host)):\(port)/token" }
     }
 
-    /// The bound port (0 before ``start()``).
+    /// The bound port (0 before ``start()``): APNs's, and FCM's and OAuth's too unless they have a
+    /// ``Configuration/googlePort``.
     public var port: Int { runtime.withLock { $0.port } }
 
-    /// `https://<host>:<port>`, e.g. `https://127.0.0.1:49152`.
+    /// The port FCM and OAuth are served on (``port`` when they share it; 0 before ``start()``).
+    public var googlePort: Int { runtime.withLock { $0.googlePort } }
+
+    /// `https://<host>:<port>`, e.g. `https://127.0.0.1:49152`: where APNs is (and FCM and OAuth, unless they
+    /// have a port of their own).
     public var baseURL: String { "https://\(Self.urlHost(core.configuration.host)):\(port)" }
+
+    /// Where FCM and the OAuth token endpoint are (``baseURL`` when they share its port).
+    public var googleBaseURL: String { "https://\(Self.urlHost(core.configuration.host)):\(googlePort)" }
 
     /// Closes the listening socket and every connection and stops the threads. Idempotent; safe from any thread,
     /// including an event-loop thread (the threads then wind down in the background).
@@ -119,7 +148,7 @@ public final class FakePushServer: Sendable {
         let group: MultiThreadedEventLoopGroup? = runtime.withLock { runtime in
             guard !runtime.stopped else { return nil }
             runtime.stopped = true
-            defer { runtime.group = nil; runtime.serverChannel = nil }
+            defer { runtime.group = nil; runtime.serverChannels = [] }
             return runtime.group
         }
         guard let group else { return }

@@ -7,15 +7,18 @@ import Foundation
 struct FakePushCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fake-push",
-        abstract: "A local fake APNs, FCM HTTP v1 and Google OAuth token server (TLS + HTTP/2 on one port).",
+        abstract: "A local fake APNs, FCM HTTP v1 and Google OAuth token server (TLS + HTTP/2 on one port, or two with --google-port).",
         discussion: """
             Routes POST /3/device/{token} (APNs), POST /v1/projects/{project}/messages:send (FCM) and \
-            POST /token (OAuth). Prints "listening on https://<host>:<port>" when ready. \
+            POST /token (OAuth). Prints "listening on https://<host>:<port>" when ready (with --google-port, a \
+            second line: "FCM and OAuth listening on https://<host>:<port>"). \
             Configuration errors exit 78, a port that cannot be bound 69.
             """)
 
     @Option(help: "Address to bind.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 picks a free one).") var port = 8443
+    @Option(name: .customLong("google-port"), help: "Serve FCM and OAuth on this port of their own, APNs alone on --port, as the real hosts are (0 picks a free one).")
+    var googlePort: Int?
     @Option(help: "Server certificate chain (PEM).") var cert: String
     @Option(help: "Server private key (PEM).") var key: String
     @Option(name: .customLong("apns-key-id"), help: "APNs Key ID (the JWT's kid).") var apnsKeyID: String?
@@ -45,6 +48,10 @@ struct FakePushCommand: ParsableCommand {
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be from 0 to 65535 (0 picks a free one)") }
+        if let googlePort {
+            guard (0...65_535).contains(googlePort) else { throw ValidationError("--google-port must be from 0 to 65535 (0 picks a free one)") }
+            guard googlePort != port || port == 0 else { throw ValidationError("--google-port must differ from --port") }
+        }
         if let threads, !(1...64).contains(threads) { throw ValidationError("--threads must be from 1 to 64") }
         guard latency.isFinite && (0...60_000).contains(latency) else { throw ValidationError("--latency must be from 0 to 60000 milliseconds") }
         guard (0...86_400).contains(oauthTokenLifetime) else { throw ValidationError("--oauth-token-lifetime must be from 0 to 86400 seconds") }
@@ -77,7 +84,9 @@ struct FakePushCommand: ParsableCommand {
             let spec = try FaultSpec.parse(fault) // checked in `validate`
             server.inject(spec.fault, count: spec.count, provider: spec.provider)
         }
-        FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
+        var listening = "listening on \(server.baseURL)\n"
+        if googlePort != nil { listening += "FCM and OAuth listening on \(server.googleBaseURL)\n" }
+        FileHandle.standardOutput.write(Data(listening.utf8))
 
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
@@ -102,6 +111,7 @@ struct FakePushCommand: ParsableCommand {
             certificateChainPEM: try read(cert, "--cert"), privateKeyPEM: try read(key, "--key"))
         configuration.host = host
         configuration.port = port
+        configuration.googlePort = googlePort
         if let threads { configuration.threads = threads }
 
         switch (apnsKeyID, apnsTeamID, apnsPublicKey) {

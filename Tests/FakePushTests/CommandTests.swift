@@ -44,6 +44,33 @@ import TestSupport
         #expect(result.stderr.contains("stopped after 4 requests"), "\(result.stderr)")
     }
 
+    /// `--google-port` serves FCM and OAuth on a port of their own, as the real hosts are, and says where.
+    @Test func googlesServicesCanHaveAPortOfTheirOwn() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-push-command-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tls = try TestCertificates.make(in: directory)
+        try tls.certificatePEM.write(to: directory.appendingPathComponent("server.pem"), atomically: true, encoding: .utf8)
+        try tls.privateKeyPEM.write(to: directory.appendingPathComponent("server.key"), atomically: true, encoding: .utf8)
+        let script = """
+            cd "$1" || exit 70
+            "$2" --port 0 --google-port 0 --cert server.pem --key server.key >out 2>err &
+            fake=$!
+            i=0; until grep -q 'FCM and OAuth listening on' out; do i=$((i + 1)); [ $i -lt 100 ] || { kill $fake; exit 70; }; sleep 0.1; done
+            apple=$(sed -n 's/^listening on //p' out)
+            google=$(sed -n 's/^FCM and OAuth listening on //p' out)
+            [ "$apple" != "$google" ] || { kill $fake; exit 71; }
+            curl -s --http2 --cacert "$3" -o /dev/null -w '%{http_code} ' --data-binary '{}' "$google/v1/projects/demo-project/messages:send"
+            curl -s --http2 --cacert "$3" -w ' %{http_code}' --data-binary '{}' "$apple/v1/projects/demo-project/messages:send"
+            kill -TERM $fake; wait $fake
+            """
+        let result = try ProcessRunner.run("/bin/sh", ["-c", script, "sh", directory.path, Paths.executable("fake-push"), tls.caPEMPath], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == #"401 {"reason":"BadPath"} 404"#, "FCM on Google's port, APNs's answer on Apple's: \(result.stdout)")
+        let same = try ProcessRunner.run(Paths.executable("fake-push"), ["--cert", "c", "--key", "k", "--port", "8443", "--google-port", "8443"])
+        #expect(same.status == 64 && same.stderr.contains("--google-port must differ from --port"), "\(same.stderr)")
+    }
+
     @Test(arguments: [
         ("503=120*5@apns", FaultSpec(fault: .status503(retryAfter: 120), count: 5, provider: .apns)),
         ("503", FaultSpec(fault: .status503(retryAfter: nil), count: 1, provider: nil)),

@@ -46,6 +46,14 @@ final class Harness: @unchecked Sendable {
 
     var baseURL: String { server.baseURL }
 
+    /// Where `request` goes: the base it names, or its service's port (Google's for FCM and OAuth, which is
+    /// APNs's unless the server has a ``FakePushServer/Configuration/googlePort``).
+    func url(_ request: Request) -> String {
+        if let base = request.base { return base + request.path }
+        let google = request.path.hasPrefix("/v1/") || request.path == "/token"
+        return (google ? server.googleBaseURL : server.baseURL) + request.path
+    }
+
     // MARK: Credentials
 
     /// An APNs provider token signed with the test key (raw R‖S, as Apple requires).
@@ -64,7 +72,7 @@ final class Harness: @unchecked Sendable {
                    issuedAt: Date = Date(), lifetime: Int = 3600, key: _RSA.Signing.PrivateKey? = nil) throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
         let header = #"{"alg":"RS256","typ":"JWT","kid":"0123456789abcdef"}"#
-        let claims = #"{"iss":"\#(issuer)","scope":"\#(scope)","aud":"\#(audience ?? baseURL + "/token")","iat":\#(iat),"exp":\#(iat + lifetime)}"#
+        let claims = #"{"iss":"\#(issuer)","scope":"\#(scope)","aud":"\#(audience ?? server.googleBaseURL + "/token")","iat":\#(iat),"exp":\#(iat + lifetime)}"#
         let signingInput = Self.base64URL(Data(header.utf8)) + "." + Self.base64URL(Data(claims.utf8))
         let signature = try (key ?? Self.keys.serviceAccountPrivateKey).signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
         return signingInput + "." + Self.base64URL(signature.rawRepresentation)
@@ -93,6 +101,8 @@ final class Harness: @unchecked Sendable {
         var headers: [(String, String)] = []
         var body: String? = nil
         var formFields: [(String, String)] = []
+        /// Where to send it (`https://host:port`); nil: the port of the service its path belongs to.
+        var base: String? = nil
 
         /// An APNs push to `token` with the usual headers.
         static func apns(_ token: String, jwt: String?, body: String = #"{"aps":{"alert":{"title":"Hi","body":"There"}}}"#,
@@ -190,7 +200,7 @@ final class Harness: @unchecked Sendable {
                 arguments += ["--data-binary", "@" + file.path]
             }
             for (name, value) in request.formFields { arguments += ["--data-urlencode", "\(name)=\(value)"] }
-            arguments.append(baseURL + request.path)
+            arguments.append(url(request))
         }
         return CurlRun(process: try ProcessRunner.start("/usr/bin/curl", arguments), directory: run, count: requests.count)
     }

@@ -59,6 +59,35 @@ import TestSupport
         #expect(receivedStreamLimits(output) == [1, 100])
     }
 
+    /// With a port of their own for Google's services, as the real hosts are, each port answers its own service
+    /// only (another's path gets that host's 404) and a new connection advertises its own service's stream limit:
+    /// APNs one until a valid provider token, Google about 100 from the start.
+    @Test func googlesServicesOnAPortOfTheirOwnAnswerAsGoogleAndAPNsAsApple() throws {
+        let harness = try Harness { $0.googlePort = 0 }
+        #expect(harness.server.googlePort != harness.server.port && harness.server.googlePort != 0)
+        let apple = harness.server.baseURL, google = harness.server.googleBaseURL
+        let fcmPath = "/v1/projects/\(Harness.project)/messages:send"
+        let apnsPath = "/3/device/\(Tokens.apns())"
+        let apnsHeaders = ["authorization: bearer \(try harness.apnsJWT())", "apns-topic: \(Harness.topic)"]
+        #expect(receivedStreamLimits(try nghttp(harness, base: apple, path: apnsPath, headers: apnsHeaders)) == [1, 1000])
+        #expect(receivedStreamLimits(try nghttp(harness, base: google, path: fcmPath, headers: ["authorization: Bearer x"])) == [100])
+        _ = try nghttp(harness, base: apple, path: fcmPath, headers: ["authorization: Bearer x"])
+        _ = try nghttp(harness, base: google, path: apnsPath, headers: apnsHeaders)
+        let answers = harness.server.requests().map { "\($0.provider) \($0.status) \($0.responseBody)" }
+        #expect(answers.count == 4)
+        #expect(answers[0].hasPrefix("apns 200"))
+        #expect(answers[1].hasPrefix("fcm 401"), "\(answers)")
+        #expect(answers[2].hasPrefix("apns 404") && answers[2].contains("BadPath"), "an FCM path on Apple's host: \(answers)")
+        #expect(answers[3].hasPrefix("unknown 404") && !answers[3].contains("BadPath"), "an APNs path on Google's host: \(answers)")
+        // The OAuth flow and an FCM send on Google's port, the assertion's audience that port's token URL.
+        let token = try harness.accessToken()
+        let sent = try harness.curl(.fcm(#"{"message":{"token":"\#(Tokens.fcm())","data":{"k":"v"}}}"#, accessToken: token))
+        #expect(sent.status == 200, "\(sent.body)")
+        let onApple = try harness.curl(Harness.Request(path: "/token", formFields: [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                                                                                  ("assertion", try harness.assertion())], base: apple))
+        #expect(onApple.status == 404 && onApple.body.contains("BadPath"), "no token endpoint on Apple's host: \(onApple.body)")
+    }
+
     /// By default a new connection allows one stream, as APNs does until a valid provider token: the fake is
     /// as strict as the strictest service it stands for, unless a benchmark asks for the widest start.
     @Test func byDefaultANewConnectionAllowsOneStreamUntilAValidProviderToken() throws {
@@ -297,11 +326,11 @@ import TestSupport
     }
 
     /// Runs `nghttp -v` (POST, body `{}`) against the fake and returns what it printed.
-    private func nghttp(_ harness: Harness, path: String, headers: [String], extra: [String] = []) throws -> String {
+    private func nghttp(_ harness: Harness, base: String? = nil, path: String, headers: [String], extra: [String] = []) throws -> String {
         let body = harness.directory.appendingPathComponent("nghttp-body-\(UUID().uuidString).json")
         try FileManager.default.createDirectory(at: harness.directory, withIntermediateDirectories: true)
         try Data(#"{"aps":{}}"#.utf8).write(to: body)
-        let arguments = ["-v", "-n", "-d", body.path] + extra + headers.flatMap { ["-H", $0] } + [harness.baseURL + path]
+        let arguments = ["-v", "-n", "-d", body.path] + extra + headers.flatMap { ["-H", $0] } + [(base ?? harness.baseURL) + path]
         return try ProcessRunner.run("/usr/bin/nghttp", arguments, timeout: 30).stdout
     }
 }

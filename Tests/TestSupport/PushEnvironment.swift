@@ -37,6 +37,9 @@ public final class PushEnvironment: @unchecked Sendable {
             apnsTopics: [PushEnvironment.topic], fcmProjectID: PushEnvironment.projectID,
             serviceAccountEmail: PushEnvironment.clientEmail, serviceAccountPublicKeyPEM: account.publicPEM)
         configuration.threads = 2
+        // APNs and Google's services on ports of their own, as on the real hosts: a connection's stream limit is
+        // its service's, whichever provider a job reached first.
+        configuration.googlePort = 0
         configure(&configuration)
         server = try FakePushServer(configuration: configuration)
         try server.start()
@@ -45,7 +48,7 @@ public final class PushEnvironment: @unchecked Sendable {
         let json: [String: Any] = [
             "type": "service_account", "project_id": PushEnvironment.projectID, "private_key_id": "0123456789abcdef",
             "private_key": account.privatePEM, "client_email": PushEnvironment.clientEmail,
-            "client_id": "1234567890", "token_uri": server.baseURL + "/token",
+            "client_id": "1234567890", "token_uri": server.googleBaseURL + "/token",
         ]
         try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted]).write(to: URL(fileURLWithPath: serviceAccountFile))
     }
@@ -60,7 +63,7 @@ public final class PushEnvironment: @unchecked Sendable {
         [
             "APNS_KEY_FILE": apnsKeyFile, "APNS_KEY_ID": PushEnvironment.keyID, "APNS_TEAM_ID": PushEnvironment.teamID,
             "APNS_TOPIC": PushEnvironment.topic, "APNS_ENDPOINT": server.baseURL, "APNS_SANDBOX_ENDPOINT": server.baseURL,
-            "FCM_SERVICE_ACCOUNT_FILE": serviceAccountFile, "FCM_ENDPOINT": server.baseURL, "PUSH_CA_FILE": caFile,
+            "FCM_SERVICE_ACCOUNT_FILE": serviceAccountFile, "FCM_ENDPOINT": server.googleBaseURL, "PUSH_CA_FILE": caFile,
         ]
     }
 }
