@@ -46,12 +46,16 @@ public struct QuietHours: Policy {
             // The night clocks go back, the clock reads the repeated hour twice: a window that began in its first
             // pass (02:30 summer time) reads as not begun in its second (02:10 winter time), though the user's
             // quiet night has gone on for 40 minutes. Inside if the window began, by the instants, since its
-            // last start (the first time the clock read it) and has not ended.
+            // last start (the first time the clock read it) and has not ended. Its end is the first at or after
+            // that start: the night clocks go forward a start inside the skipped hour reads as the gap's end,
+            // and a window that lies in the gap (02:00–03:00) ends as it begins, so nothing waits for the
+            // next night's end.
             let start = DateComponents(hour: window.start / 3600, minute: window.start % 3600 / 60, second: window.start % 60)
             guard let began = calendar.nextDate(after: instant.addingTimeInterval(1), matching: start, matchingPolicy: .nextTime,
                                                 repeatedTimePolicy: .first, direction: .backward),
                   began <= instant, instant.timeIntervalSince(began) < 86_400,
-                  let end = calendar.nextDate(after: began, matching: target, matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward),
+                  let end = calendar.nextDate(after: began.addingTimeInterval(-1), matching: target, matchingPolicy: .nextTime,
+                                              repeatedTimePolicy: .first, direction: .forward),
                   end > instant else { return nil }
             return end
         }

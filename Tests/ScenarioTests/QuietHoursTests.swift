@@ -60,6 +60,27 @@ import TestSupport
         #expect(QuietHours.end(of: window, at: Self.at("2026-06-15T23:00:00Z"), zone: "Europe/Oslo") == nil, "01:00 on a summer night")
         #expect(QuietHours.end(of: window, at: Self.at("2026-06-16T00:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-06-16T05:00:00Z"))
     }
+
+    /// A window that lies inside the hour clocks skip (02:00–03:00, 02:15–02:45 on 2026-03-29 in Oslo) never
+    /// happens that night: after the gap the clock reads outside it, so nothing waits. Its start read as the
+    /// first instant after the gap made every push of the rest of that day wait for the next night's end.
+    @Test(arguments: [(2 * 3600, 3 * 3600), (2 * 3600 + 15 * 60, 2 * 3600 + 45 * 60), (2 * 3600 + 30 * 60, 6 * 3600)])
+    func aWindowStartingInTheSkippedHourHoldsNothingAfterItsEnd(start: Int, end: Int) {
+        let window = (start: start, end: end)
+        for instant in ["2026-03-29T09:00:00Z", "2026-03-29T12:00:00Z", "2026-03-29T20:30:00Z"] {
+            #expect(QuietHours.end(of: window, at: Self.at(instant), zone: "Europe/Oslo") == nil, "\(instant)")
+        }
+        // The day before and after, as any day.
+        #expect(QuietHours.end(of: window, at: Self.at("2026-03-28T12:00:00Z"), zone: "Europe/Oslo") == nil)
+        #expect(QuietHours.end(of: window, at: Self.at("2026-03-30T12:00:00Z"), zone: "Europe/Oslo") == nil)
+    }
+
+    /// A window that starts in the gap and ends after it holds from the gap's end (03:00 summer time) to its end.
+    @Test func aWindowStartingInTheSkippedHourHoldsFromTheGapToItsEnd() {
+        let window = (start: 2 * 3600 + 30 * 60, end: 6 * 3600) // 02:30–06:00
+        #expect(QuietHours.end(of: window, at: Self.at("2026-03-29T01:30:00Z"), zone: "Europe/Oslo") == Self.at("2026-03-29T04:00:00Z"), "03:30 summer time")
+        #expect(QuietHours.end(of: window, at: Self.at("2026-03-29T04:30:00Z"), zone: "Europe/Oslo") == nil, "06:30")
+    }
 }
 
 /// Quiet hours through the jobs: the organization's window, a user's own, the dry run, expiry.
