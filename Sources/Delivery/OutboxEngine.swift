@@ -1359,9 +1359,12 @@ struct Backoff {
 
     /// The delay when the provider named the earliest retry (`Retry-After`, or FCM's one-minute minimum
     /// for a quota): that is the first step, and the steps still double, so a device over its quota
-    /// again and again waits longer each time instead of the same minute every time.
-    func delay(afterAttempt attempt: Int, atLeast minimum: TimeInterval?) -> TimeInterval {
-        guard let minimum else { return delay(afterAttempt: attempt) }
+    /// again and again waits longer each time instead of the same minute every time. Capped as every step is,
+    /// at ``cap`` (an hour, as long as the endpoint is held at most): a `Retry-After` of a day put the one push
+    /// it answered off for a day while the others went an hour later.
+    func delay(afterAttempt attempt: Int, atLeast asked: TimeInterval?) -> TimeInterval {
+        guard let asked else { return delay(afterAttempt: attempt) }
+        let minimum = min(asked, cap)
         return max(minimum, Backoff(base: max(base, minimum), cap: max(cap, minimum)).delay(afterAttempt: attempt))
     }
 }

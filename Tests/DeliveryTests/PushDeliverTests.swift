@@ -638,6 +638,12 @@ import TestSupport
             """).first?.decode(0) ?? 0
         #expect(heldFor > 3500 && heldFor <= 3600, "asked for two hours, held for one at most: \(heldFor)")
         #expect(try states() == ["retrying": 1, "pending": 2])
+        // The push answered so waits as long as the others, not the two hours (a day, at most, before).
+        let waits: Double = try f.connection.query("""
+            SELECT extract(epoch FROM max(q.next_attempt_at) - now())::float8
+              FROM deliveries d JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.state = 'retrying'
+            """).first!.decode(0)
+        #expect(waits > 1700 && waits <= 3600, "its backoff is capped at an hour too: \(waits)")
 
         push.server.clearRecorded()
         try f.makeDue()
