@@ -42,6 +42,12 @@ public struct Migrator {
             found.append(Migration(version: version, name: file, sql: sql, checksum: Migrator.checksum(sql)))
         }
         guard !found.isEmpty else { throw JobFailure(.config, "migrations folder \(directory.path): no NNNN_*.sql files") }
+        found.sort { $0.version < $1.version }
+        // A copy that lost a file would apply the others and record the schema as current without it.
+        let missing = Set(1...found.last!.version).subtracting(found.map(\.version)).sorted()
+        guard missing.isEmpty else {
+            throw JobFailure(.config, "migrations folder \(directory.path) lacks \(Schema.describe(missing: missing)): its files are numbered from 0001 with no gap; use the complete folder this build came with")
+        }
         migrations = found
     }
 
@@ -116,6 +122,7 @@ public struct Migrator {
         var applied: [Int: (name: String, checksum: String)] = [:]
         let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first.map { try $0.decode(0, as: Bool.self) } ?? false
         if exists {
+            _ = try Schema.read(connection, upTo: 0) // 78 when the table is another application's
             for row in try connection.query("SELECT version, name, checksum FROM schema_migrations") {
                 applied[try row.decode(0)] = (try row.decode(1), try row.decode(2))
             }

@@ -16,6 +16,13 @@ import TestSupport
         return dir
     }
 
+    /// How many migrations this repository ships (numbered 0001 to that, with no gap).
+    static let shipped = (try? FileManager.default.contentsOfDirectory(atPath: Paths.root.appendingPathComponent("sql/migrations").path)
+        .filter { $0.hasSuffix(".sql") }.count) ?? 0
+
+    /// The file name of the `k`-th migration after the shipped ones: a test's own, numbered as the next would be.
+    static func next(_ k: Int, _ name: String) -> String { String(format: "%04d_%@.sql", shipped + k, name) }
+
     /// A fresh database migrated up to, not including, the migration numbered `before`: an older deployment.
     func databaseMigrated(before: String) throws -> TestDatabase {
         let db = try TestCluster.shared().makeDatabase(migrated: false)
@@ -120,21 +127,21 @@ import TestSupport
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
-        try "CREATE TABLE slow_build (id int); SELECT pg_sleep(2);".write(to: dir.appendingPathComponent("0999_slow.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE slow_build (id int); SELECT pg_sleep(2);".write(to: dir.appendingPathComponent(Self.next(1, "slow")), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--statement-timeout", "1"], database: db)
         #expect(result.status == 75, "stderr: \(result.stderr)")
-        #expect(result.stderr.contains("0999_slow.sql failed and was rolled back") && result.stderr.contains("statement timeout"), "\(result.stderr)")
+        #expect(result.stderr.contains("\(Self.next(1, "slow")) failed and was rolled back") && result.stderr.contains("statement timeout"), "\(result.stderr)")
         let again = try Jobs.run("migrate", ["--migrations-dir", dir.path, "--statement-timeout", "0"], database: db)
         #expect(again.status == 0, "stderr: \(again.stderr)")
         #expect(try Jobs.run("migrate", ["--statement-timeout", "-1"], database: db).status == 64)
     }
 
-    /// A database, a copy of the migrations with 9001 altering `users`, and a job's read of `users` holding
+    /// A database, a copy of the migrations with one more altering `users`, and a job's read of `users` holding
     /// ACCESS SHARE until `holder` ends its transaction (the caller removes `dir`).
     func migrationBehindAJobsRead() throws -> (db: TestDatabase, dir: URL, holder: Connection) {
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
-        try "ALTER TABLE users ADD COLUMN nickname text;".write(to: dir.appendingPathComponent("9001_nickname.sql"), atomically: true, encoding: .utf8)
+        try "ALTER TABLE users ADD COLUMN nickname text;".write(to: dir.appendingPathComponent(Self.next(1, "nickname")), atomically: true, encoding: .utf8)
         let holder = try db.connect()
         try holder.execute("BEGIN")
         try holder.execute("SELECT count(*) FROM users")
@@ -153,7 +160,7 @@ import TestSupport
         #expect(Date().timeIntervalSince(started) < 20)
         try holder.execute("ROLLBACK")
         let version: Int = try db.connect().query("SELECT max(version) FROM schema_migrations").first!.decode(0)
-        #expect(version < 9001, "rolled back")
+        #expect(version <= Self.shipped, "rolled back")
         #expect(try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db).status == 0, "goes through once the lock is free")
     }
 
@@ -179,7 +186,61 @@ import TestSupport
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("trying again (try 2)"), "\(result.stderr)")
         let version: Int = try db.connect().query("SELECT max(version) FROM schema_migrations").first!.decode(0)
-        #expect(version == 9001)
+        #expect(version == Self.shipped + 1)
+    }
+
+    /// A migrations folder that lost a file (a copy, a package) was applied without it and the schema recorded
+    /// as current: every job then ran, and failed (70) on what the lost migration makes. Refused before anything
+    /// is applied.
+    @Test func aFolderLackingAMigrationIsRefusedBeforeAnythingRuns() throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let dir = try migrationsCopy()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lost = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("0030_") })
+        try FileManager.default.removeItem(at: dir.appendingPathComponent(lost))
+        let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("lacks migration 0030: its files are numbered from 0001 with no gap"), "\(result.stderr)")
+        let made: Bool = try db.connect().query("SELECT to_regclass('schema_migrations') IS NOT NULL").first!.decode(0)
+        #expect(!made, "nothing applied")
+    }
+
+    /// A database such a folder migrated (before it was refused) has its newest version, one below it missing:
+    /// the jobs checked the newest only. They now exit 78 naming the missing one, and migrate applies it.
+    @Test func aDatabaseLackingAMigrationBelowItsNewestIsRefusedByTheJobsAndMendedByMigrate() throws {
+        let db = try TestCluster.shared().makeDatabase()
+        try db.connect().execute("DELETE FROM schema_migrations WHERE version = 53") // 0053 can be applied again
+        let job = try Jobs.run("inactivity-check", ["--dry-run"], database: db)
+        #expect(job.status == 78, "\(job.stderr)")
+        #expect(job.stderr.contains("the database schema lacks migration 0053, though later ones were applied"), "\(job.stderr)")
+        let mend = try Jobs.run("migrate", [], database: db)
+        #expect(mend.status == 0, "\(mend.stderr)")
+        #expect(mend.stdout.contains("applied 1 migration(s)"), "\(mend.stdout)")
+        let after = try Jobs.run("inactivity-check", ["--dry-run"], database: db)
+        #expect(after.status == 0, "\(after.stderr)")
+    }
+
+    /// Another application's `schema_migrations` in the same schema (Rails: a text `version`; golang-migrate: a
+    /// bigint one and `dirty`): migrate and the jobs failed with 70 on its columns, or said its date-like version
+    /// was newer than this build. They now say the table is not ours and how to give mentor-push its own schema,
+    /// and leave the table alone.
+    @Test(arguments: ["CREATE TABLE schema_migrations (version varchar PRIMARY KEY); INSERT INTO schema_migrations VALUES ('20240101000000')",
+                      "CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL); INSERT INTO schema_migrations VALUES (20240101000000, false)"])
+    func anotherApplicationsSchemaMigrationsIsNamedAndLeftAlone(table: String) throws {
+        let db = try TestCluster.shared().makeDatabase(migrated: false)
+        let connection = try db.connect()
+        try connection.runScript(table)
+        for job in ["migrate", "inactivity-check"] {
+            for flags in [[], ["--dry-run"]] {
+                let result = try Jobs.run(job, flags, database: db)
+                #expect(result.status == 78, "\(job) \(flags): \(result.stderr)")
+                #expect(result.stderr.contains("the table schema_migrations in this database is not mentor-push's"), "\(job) \(flags): \(result.stderr)")
+                #expect(result.stderr.contains("options=-csearch_path%3Dmentor_push"), "\(result.stderr)")
+            }
+        }
+        let rows: Int = try connection.query("SELECT count(*) FROM schema_migrations").first!.decode(0)
+        let users: Bool = try connection.query("SELECT to_regclass('users') IS NOT NULL").first!.decode(0)
+        #expect(rows == 1 && !users, "its table as it was, none of ours made")
     }
 
     /// An older build's migrate must not report success on a database a newer build migrated.
@@ -195,11 +256,11 @@ import TestSupport
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
-        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent("0998_good.sql"), atomically: true, encoding: .utf8)
-        try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_broken.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent(Self.next(1, "good")), atomically: true, encoding: .utf8)
+        try "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;".write(to: dir.appendingPathComponent(Self.next(2, "broken")), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
         #expect(result.status == 78)
-        #expect(result.stderr.contains("migration 0999_broken.sql failed and was rolled back"))
+        #expect(result.stderr.contains("migration \(Self.next(2, "broken")) failed and was rolled back"))
         #expect(result.stderr.contains("42P01"))
         let exists: Bool = try db.connect().query("SELECT to_regclass('half_done') IS NOT NULL").first!.decode(0)
         #expect(!exists)
@@ -207,7 +268,7 @@ import TestSupport
         // "already_applied": 0, as if nothing had), and all the others were there already.
         let shipped = try FileManager.default.contentsOfDirectory(atPath: Paths.root.appendingPathComponent("sql/migrations").path)
             .filter { $0.hasSuffix(".sql") }.count
-        #expect(result.summary?["applied"] as? [String] == ["0998_good.sql"], "\(result.stdout)")
+        #expect(result.summary?["applied"] as? [String] == [Self.next(1, "good")], "\(result.stdout)")
         #expect(result.summary?["already_applied"] as? Int == shipped, "\(result.stdout)")
     }
 
@@ -217,11 +278,11 @@ import TestSupport
         let db = try TestCluster.shared().makeDatabase()
         let dir = try migrationsCopy()
         defer { try? FileManager.default.removeItem(at: dir) }
-        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent("0998_good.sql"), atomically: true, encoding: .utf8)
-        try "CREATE TABLE zz_test (id int);\nCOMMIT;\nSELECT * FROM no_such_table;".write(to: dir.appendingPathComponent("0999_commits.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE done_first (id int);".write(to: dir.appendingPathComponent(Self.next(1, "good")), atomically: true, encoding: .utf8)
+        try "CREATE TABLE zz_test (id int);\nCOMMIT;\nSELECT * FROM no_such_table;".write(to: dir.appendingPathComponent(Self.next(2, "commits")), atomically: true, encoding: .utf8)
         let result = try Jobs.run("migrate", ["--migrations-dir", dir.path], database: db)
         #expect(result.status == 78, "\(result.stderr)")
-        #expect(result.stderr.contains("migration 0999_commits.sql: its own COMMIT would end the transaction migrate runs it in"), "\(result.stderr)")
+        #expect(result.stderr.contains("migration \(Self.next(2, "commits")): its own COMMIT would end the transaction migrate runs it in"), "\(result.stderr)")
         let made: Int = try db.connect().query("SELECT count(*) FROM pg_class WHERE relname IN ('zz_test', 'done_first')").first!.decode(0)
         #expect(made == 0, "nothing applied")
     }
