@@ -85,6 +85,27 @@ import TestSupport
         #expect(all.filter { $0.hasSuffix(":pending") }.count == 1, "one push today, the cap's one: \(all)")
     }
 
+    /// A catch-up run of the overdue digest (`--now` yesterday) made a push that expired at yesterday's end, so
+    /// push-deliver could only mark it expired, and it took today's slot: today's digest was capped. It is now in
+    /// the inbox without a push, and today's goes.
+    @Test func aCatchUpPushThatExpiredBeforeItCouldGoTakesNoSlot() throws {
+        _ = try mentorOfTwoScenarios("Kari")
+        _ = try f.device(coordinator, provider: "apns")
+        let yesterday = Jobs.iso(f.now.addingTimeInterval(-86_400))
+        let plan = try Jobs.run("overdue-digest", ["--now", yesterday, "--dry-run"], database: db)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("before its push could go"), "\(plan.stdout)")
+        let catchUp = try Jobs.run("overdue-digest", ["--now", yesterday], database: db)
+        #expect(catchUp.status == 0, "\(catchUp.stderr)")
+        #expect(try f.decisions(coordinator) == ["notified:inbox_only_expired"])
+        #expect(try pushes(coordinator) == [], "no push that could only expire")
+        #expect(try f.connection.query("SELECT count(*) FROM daily_push_slots WHERE user_id = \(coordinator)").first!.decode(0, as: Int.self) == 0)
+        try run("overdue-digest")
+        #expect(try f.decisions(coordinator) == ["notified:inbox_only_expired", "notified:notified"])
+        let today = try pushes(coordinator)
+        #expect(today.count == 1 && today[0].hasSuffix(":pending"), "today's goes: \(today)")
+    }
+
     /// A push that went out keeps its slot, also when its delivery was cancelled on the way (state `cancelled`,
     /// `sent_at` set): cancelling the notification's other delivery freed it, and a second push went out that day.
     @Test func aPushThatWentOutAfterItsCancelKeepsItsSlot() throws {
