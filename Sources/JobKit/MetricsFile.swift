@@ -56,7 +56,7 @@ public struct MetricsFile {
 
         let summary = (try? JSONSerialization.jsonObject(with: Data(snapshot.summaryJSON.utf8))) as? [String: Any] ?? [:]
         for (key, help) in [("candidates", "Candidates the last run considered."), ("notified", "People the last run notified."),
-                            ("inbox_rows", "Inbox rows the last run stored."), ("deliveries", "Pushes the last run queued."),
+                            ("inbox_rows", "Notifications the last run listed in the inbox."), ("deliveries", "Pushes the last run queued."),
                             ("events", "Events the run processed.")] {
             if let value = summary[key] as? Int { gauge("last_run_\(key)", Double(value), help) }
         }

@@ -151,7 +151,7 @@ struct DecisionRecorder {
                        string_to_array(about, ',')::uuid[]
                   FROM input WHERE outcome = 'notified'
                 ON CONFLICT (dedupe_key) DO NOTHING
-                RETURNING id, user_id, dedupe_key
+                RETURNING id, user_id, dedupe_key, in_inbox
             ), to_queue AS (
                 SELECT i.id AS notification_id, d.id AS token_id, d.provider, coalesce(t.deliver_at, least(now(), \(asOf)::timestamptz)) AS due
                   FROM inserted i
@@ -184,7 +184,8 @@ struct DecisionRecorder {
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM enqueued), (SELECT count(*) FROM decided),
-                   (SELECT count(*) FROM slotted), (SELECT coalesce(array_agg(DISTINCT notification_id::text), '{}') FROM to_queue)
+                   (SELECT count(*) FROM slotted), (SELECT coalesce(array_agg(DISTINCT notification_id::text), '{}') FROM to_queue),
+                   (SELECT count(*) FILTER (WHERE in_inbox) FROM inserted)
             """
         let counts = try connection.query(query)
         guard let row = counts.first else { throw JobFailure(.software, "recording a batch returned no counts") }
@@ -196,7 +197,8 @@ struct DecisionRecorder {
             // pause, a deactivation, pushes switched off) found none of this batch's pushes to cancel (0028).
             try connection.execute("SELECT cancel_unwanted_new_pushes(\(PostgresArray(pushed))::uuid[])")
         }
-        summary.inboxRows += inserted
+        // Listed in the inbox: a push-only notification is stored for its push and not listed.
+        summary.inboxRows += try row.decode(5, as: Int.self)
         summary.deliveries += enqueued
         summary.duplicates += planned - inserted
         summary.displaced += try cancel(displaced, pushed: pushed)

@@ -49,6 +49,8 @@ import TestSupport
         let result = try Jobs.inactivityCheck(db, now: f.now, environment: push.variables)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try listedInInbox(kari) == [false], "stored for its push, not listed")
+        #expect(result.summary?["inbox_rows"] as? Int == 1, "the summary counts the listed one only: \(result.stdout)")
+        #expect(result.stderr.contains("wrote 1 inbox rows"), "\(result.stderr)")
         #expect(try f.deliveryStates(kari) == ["sent"])
         let aps = try #require((push.server.requests().first { $0.provider == .apns }?.json as? [String: Any])?["aps"] as? [String: Any])
         #expect(aps["badge"] as? Int == 0, "a row not listed is not counted as unread")
