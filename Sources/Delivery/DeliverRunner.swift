@@ -88,11 +88,34 @@ public enum DeliverRunner {
             run.logger.info("\(report.sentence)")
             run.counts = { var writer = JSONWriter(); writer.add("push", json: report.json); return writer }
             listUnpushed(connection, logger: run.logger)
+            warnOfUnconfigured(connection, settings: settings, logger: run.logger)
             if report.exitStatus != .ok { run.degrade(report.exitStatus, report.sentence) }
             if let stoppedBy = report.stoppedBy {
                 run.stoppedBy = stoppedBy
                 run.message = "stopped by \(stoppedBy); \(report.sentence)"
             }
+        }
+    }
+
+    /// Says how many pushes are due for a provider that is not configured: they wait (for the setting, or until
+    /// they expire), and the run said nothing of them but the backlog in its metrics (the README's advice for a
+    /// provider you do not use is to leave its settings out, while such tokens may be registered).
+    static func warnOfUnconfigured(_ connection: Connection, settings: PushSettings, logger: Logger) {
+        var unconfigured: [(provider: String, setting: String)] = []
+        if settings.apns == nil { unconfigured.append(("apns", "APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC")) }
+        if settings.fcm == nil { unconfigured.append(("fcm", "FCM_SERVICE_ACCOUNT_FILE")) }
+        guard !unconfigured.isEmpty else { return }
+        do {
+            for (provider, setting) in unconfigured {
+                let due: Int = try connection.query("""
+                    SELECT count(*) FROM delivery_queue WHERE provider = \(provider) AND next_attempt_at <= now()
+                    """).first!.decode(0)
+                if due > 0 {
+                    logger.warning("\(due) push(es) to \(provider) devices are due and wait: \(provider) is not configured (\(setting)); they go once it is, or expire")
+                }
+            }
+        } catch {
+            logger.warning("could not count the pushes waiting for a provider that is not configured: \(error)")
         }
     }
 

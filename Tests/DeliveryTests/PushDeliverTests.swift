@@ -1246,6 +1246,21 @@ import TestSupport
         #expect(none.stderr.contains("no push provider is configured"))
     }
 
+    /// Without FCM's settings (the README's advice for a provider you do not use) while FCM devices are
+    /// registered, push-deliver sent APNs's pushes, exited 0 and said nothing of FCM's, which wait: it now warns,
+    /// naming the setting.
+    @Test func pushesForAProviderThatIsNotConfiguredAreSaidToWait() throws {
+        _ = try pendingNotifications([("Kari", 2), ("Ola", 2)])
+        var environment = push.variables
+        environment["FCM_SERVICE_ACCOUNT_FILE"] = ""
+        environment["GOOGLE_APPLICATION_CREDENTIALS"] = ""
+        let result = try Jobs.pushDeliver(db, environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("2 push(es) to fcm devices are due and wait: fcm is not configured (FCM_SERVICE_ACCOUNT_FILE)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("apns devices are due"), "\(result.stderr)")
+        #expect(try states() == ["sent": 2, "pending": 2])
+    }
+
     @Test func noKeyAndNoWholeTokenInAnyLogLine() throws {
         let made = try pendingNotifications([("Kari", 2), ("Ola", 2)])
         for device in made.flatMap(\.devices) { push.server.setToken(device.token, .badDeviceToken) }

@@ -95,7 +95,7 @@ import TestSupport
     /// `dir`, and `/usr/local/bin/<job>` replaced by `program` (this build's job when nil).
     func cronCommand(_ job: String, in dir: URL, running program: String? = nil) throws -> String {
         let crontab = try String(contentsOf: Paths.root.appendingPathComponent("crontab"), encoding: .utf8)
-        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/\(job) ") }, "no \(job) line in crontab")
+        let line = try #require(crontab.split(separator: "\n").first { $0.contains("/usr/local/bin/\(job))") }, "no \(job) line in crontab")
         // The command is what follows the five time fields.
         return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ")
             .replacingOccurrences(of: "/etc/mentor-push/env", with: dir.appendingPathComponent("env").path)
@@ -120,6 +120,25 @@ import TestSupport
         let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
         #expect(result.status == 78, "\(local): \(log)")
         #expect(log.contains("PRUNE_BATCH_SIZE"), "the job did not see the env file's setting: \(log)")
+    }
+
+    /// An env file the line cannot read (missing, or readable by root only while the crontab is another user's):
+    /// sh's `.` ended the line before its redirection, so the job's log said nothing and no metrics were written.
+    /// The log says so and the line exits 78; a line of the file sh cannot take is said in the log too.
+    @Test func aCrontabLineWhoseEnvFileCannotBeReadSaysSoInTheLog() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cron-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let command = try cronCommand("prune", in: dir, running: "/usr/bin/printenv DATABASE_URL")
+        let missing = try ProcessRunner.run("/bin/sh", ["-c", command])
+        let log = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
+        #expect(missing.status == 78, "\(log)")
+        #expect(log.contains("prune: not run: cannot read \(dir.appendingPathComponent("env").path)"), "\(log)")
+        try "DATABASE_URL='postgresql:///x\n".write(to: dir.appendingPathComponent("env"), atomically: true, encoding: .utf8)
+        let broken = try ProcessRunner.run("/bin/sh", ["-c", command])
+        let brokenLog = try String(contentsOf: dir.appendingPathComponent("prune.log"), encoding: .utf8)
+        #expect(broken.status != 0 && broken.stderr.isEmpty, "\(broken.stderr)")
+        #expect(brokenLog.count > log.count && !brokenLog.contains("postgresql:///x\n"), "sh's words are in the log, the job did not run: \(brokenLog)")
     }
 
     /// A database URL with an & (more than one parameter) and a $ (in a password), single-quoted as the crontab
@@ -184,7 +203,9 @@ import TestSupport
         let jobs = schedule.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
             .map { String($0.split(separator: "|")[0]).trimmingCharacters(in: .whitespaces) }
         for job in jobs + ["event-notify --once"] {
-            #expect(crontab.contains("/usr/local/bin/\(job) >>"), "no crontab line runs \(job)")
+            #expect(crontab.contains("/usr/local/bin/\(job)) >>"), "no crontab line runs \(job)")
         }
+        // Debian's cron (vixie cron 3.0) reads a command into a buffer of 1000 bytes (MAX_COMMAND).
+        for line in crontab.split(separator: "\n") { #expect(line.utf8.count < 1000, "\(line.prefix(40))…: \(line.utf8.count) bytes") }
     }
 }
