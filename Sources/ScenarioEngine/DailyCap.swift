@@ -17,8 +17,13 @@ public struct DailyCap: Policy {
         // (A push it deferred to an end of quiet hours that has passed since goes now too.)
         let due = draft.deliverAt ?? c.now
         let goes = CatchUp.lateAt(asOf: due).map { CatchUp.goes(at: $0, quietHours: c.recipient.quietHours, zone: c.recipient.timeZone) } ?? due
+        // One that expires before it goes (a catch-up run's overdue digest of yesterday, which expires at
+        // yesterday's end) needs no slot: push-deliver marks it expired, and the slot it took was today's, so
+        // today's own digest was capped.
+        if let expiry = draft.expiresAt, expiry <= goes { return nil }
         let day = DailySlot.localDay(of: goes, zone: c.recipient.timeZone)
-        let taken = day == DailySlot.localDay(of: CatchUp.lateAt(asOf: c.now) ?? c.now, zone: c.recipient.timeZone) ? c.recipient.pushesToday : nil
+        let today = DailySlot.localDay(of: CatchUp.lateAt(asOf: c.now) ?? c.now, zone: c.recipient.timeZone)
+        let taken = day == today ? c.recipient.pushesToday : day == DailySlot.dayAfter(today) ? c.recipient.pushesNextDay : nil
         draft.dailySlot = DailySlot(localDay: day, cap: cap, priority: c.priority, scenario: c.scenario, takenWhenPlanned: taken)
         return nil
     }
@@ -38,5 +43,17 @@ public struct DailySlot: Sendable {
     /// The date `instant` falls on in `zone`, as yyyy-mm-dd.
     public static func localDay(of instant: Date, zone: String) -> String {
         LocalClock.day(of: instant, zone: zone)
+    }
+
+    /// The date after `day` (yyyy-mm-dd), as yyyy-mm-dd.
+    static func dayAfter(_ day: String) -> String {
+        let parts = day.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3 else { return "" }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: DateComponents(year: parts[0], month: parts[1], day: parts[2])),
+              let next = calendar.date(byAdding: .day, value: 1, to: date) else { return "" }
+        let n = calendar.dateComponents([.year, .month, .day], from: next)
+        return String(format: "%04d-%02d-%02d", n.year!, n.month!, n.day!)
     }
 }

@@ -50,7 +50,7 @@ extension SuppressionReason {
 /// The policies every scenario runs through, in order.
 public enum Policies {
     public static let standard: [any Policy] = [OrganizationSwitch(), MasterSwitch(), CategorySwitch(), Channels(), CriticalCategories(),
-                                                QuietHours(), ExpiresBeforeItGoes(), DailyCap()]
+                                                QuietHours(), DailyCap()]
 }
 
 /// An organization that turned the scenario off: nobody in it is told, whatever their preferences.

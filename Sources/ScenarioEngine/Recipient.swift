@@ -26,6 +26,9 @@ public struct Recipient: Sendable {
     /// The daily slots already taken on the local day the run's pushes go (`now`, or the real time for a catch-up
     /// run), counted only when there is a cap.
     public var pushesToday: Int
+    /// The daily slots already taken on the local day after that one (a push quiet hours defer may go then),
+    /// counted only when there is a cap.
+    public var pushesNextDay: Int
     /// The category's channels: the organization's (else the category's default), narrowed by the user's.
     public var channels: CategoryChannels
 
@@ -51,13 +54,10 @@ public struct Recipient: Sendable {
                extract(epoch FROM coalesce(pc.quiet_hours_end, op.quiet_hours_end))::int AS recipient_quiet_end,
                coalesce(\(category.rawValue) = ANY(op.critical_categories), false) AS recipient_critical,
                least(op.daily_push_cap, pc.daily_push_cap) AS recipient_daily_cap,
-               CASE WHEN op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL THEN
-                   (SELECT count(*) FROM daily_push_slots s
-                     WHERE s.user_id = u.id
-                       AND s.local_day = (\(pushesGo)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date)
-               END AS recipient_pushes_today,
+               slots.today AS recipient_pushes_today,
                coalesce(oc.channels, nc.channels, 'push_and_inbox') AS recipient_channels, uc.channels AS recipient_user_channels,
-               EXISTS (SELECT FROM time_zone_names z WHERE z.name = u.time_zone) AS recipient_time_zone_held
+               EXISTS (SELECT FROM time_zone_names z WHERE z.name = u.time_zone) AS recipient_time_zone_held,
+               slots.next_day AS recipient_pushes_next_day
           FROM (\(query)) c
           JOIN users u ON u.id = c.user_id
           LEFT JOIN push_notification_configs pc ON pc.user_id = u.id
@@ -65,6 +65,14 @@ public struct Recipient: Sendable {
           LEFT JOIN notification_categories nc ON nc.category = \(category.rawValue)
           LEFT JOIN organization_category_channels oc ON oc.organization_id = u.organization_id AND oc.category = \(category.rawValue)
           LEFT JOIN user_category_channels uc ON uc.user_id = u.id AND uc.category = \(category.rawValue)
+          -- The slots taken that day and the next (where quiet hours may defer a push), with a cap only: one range
+          -- of the slots' index per user.
+          LEFT JOIN LATERAL (
+              SELECT count(*) FILTER (WHERE s.local_day = day.today) AS today, count(*) FILTER (WHERE s.local_day > day.today) AS next_day
+                FROM (SELECT (\(pushesGo)::timestamptz AT TIME ZONE \(Recipient.knownTimeZone))::date AS today) day
+                JOIN daily_push_slots s ON s.user_id = u.id AND s.local_day BETWEEN day.today AND day.today + 1
+               WHERE op.daily_push_cap IS NOT NULL OR pc.daily_push_cap IS NOT NULL
+          ) slots ON true
         """
     }
 
@@ -73,7 +81,8 @@ public struct Recipient: Sendable {
     static let columns = ["recipient_organization_id", "recipient_name", "recipient_locale", "recipient_time_zone",
                           "recipient_push_enabled", "recipient_category_enabled", "recipient_devices",
                           "recipient_quiet_start", "recipient_quiet_end", "recipient_critical", "recipient_daily_cap",
-                          "recipient_pushes_today", "recipient_channels", "recipient_user_channels", "recipient_time_zone_held"]
+                          "recipient_pushes_today", "recipient_channels", "recipient_user_channels", "recipient_time_zone_held",
+                          "recipient_pushes_next_day"]
 
     /// The recipient's organization, which picks the rule the rest of the row is read with.
     static func organizationID(of row: CandidateRow) throws -> UUID {
@@ -107,6 +116,7 @@ public struct Recipient: Sendable {
         criticalCategory = try column(9)
         dailyCap = try column(10, as: Int?.self)
         pushesToday = try column(11, as: Int?.self) ?? 0
+        pushesNextDay = try column(15, as: Int?.self) ?? 0
         channels = CategoryChannels(try column(12))
         if let own = try column(13, as: String?.self) { channels.formIntersection(CategoryChannels(own)) }
     }

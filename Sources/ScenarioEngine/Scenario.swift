@@ -135,8 +135,6 @@ public enum NotifiedReason {
     public static let capped = "capped"
     /// Stored in the inbox without a push: the category's channels are the inbox only.
     public static let inboxOnlyChannel = "inbox_only_channel"
-    /// Stored in the inbox without a push: it would expire before it could go (a catch-up run's).
-    public static let inboxOnlyExpired = "inbox_only_expired"
 
     /// A policy's reason to store a notification without pushing it, with the detail for people.
     public struct InboxOnly: Sendable {

@@ -85,25 +85,39 @@ import TestSupport
         #expect(all.filter { $0.hasSuffix(":pending") }.count == 1, "one push today, the cap's one: \(all)")
     }
 
+    /// A push quiet hours defer to tomorrow, where the user's one slot is taken already: the dry run said
+    /// "counts against the daily cap of 1 on <tomorrow>" (it knew today's slots only), the run capped it. It
+    /// says CAPPED now, as the run does.
+    @Test func aDryRunShowsAPushDeferredIntoAFullDayAsCapped() throws {
+        let kari = try mentorOfTwoScenarios("Kari")
+        // Around noon in the organization's zone: a window from 10:00 to 01:00 defers to tomorrow.
+        try f.connection.execute("INSERT INTO push_notification_configs (user_id, quiet_hours_start, quiet_hours_end) VALUES (\(kari), '10:00', '01:00')")
+        try run("assignment-follow-up") // the higher priority: the reminder gets no slot of it
+        #expect(try f.decisions(kari) == ["notified:deferred_quiet_hours"])
+        let plan = try run("inactivity-check", ["--dry-run"])
+        #expect(plan.stdout.contains("daily cap 1 reached (1 today): CAPPED"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("; 1 over the daily cap (inbox only)"), "\(plan.stdout)")
+        let result = try run("inactivity-check")
+        #expect(result.summary?["capped"] as? Int == 1, "\(result.stdout)")
+        #expect(try f.decisions(kari) == ["notified:deferred_quiet_hours", "notified:capped"])
+    }
+
     /// A catch-up run of the overdue digest (`--now` yesterday) made a push that expired at yesterday's end, so
-    /// push-deliver could only mark it expired, and it took today's slot: today's digest was capped. It is now in
-    /// the inbox without a push, and today's goes.
+    /// push-deliver could only mark it expired, and it took today's slot: today's digest was capped. It takes no
+    /// slot now, and today's goes.
     @Test func aCatchUpPushThatExpiredBeforeItCouldGoTakesNoSlot() throws {
         _ = try mentorOfTwoScenarios("Kari")
         _ = try f.device(coordinator, provider: "apns")
         let yesterday = Jobs.iso(f.now.addingTimeInterval(-86_400))
         let plan = try Jobs.run("overdue-digest", ["--now", yesterday, "--dry-run"], database: db)
         #expect(plan.status == 0, "\(plan.stderr)")
-        #expect(plan.stdout.contains("before its push could go"), "\(plan.stdout)")
+        #expect(!plan.stdout.contains("daily cap") && !plan.stdout.contains("daily slot"), "\(plan.stdout)")
         let catchUp = try Jobs.run("overdue-digest", ["--now", yesterday], database: db)
         #expect(catchUp.status == 0, "\(catchUp.stderr)")
-        #expect(try f.decisions(coordinator) == ["notified:inbox_only_expired"])
-        #expect(try pushes(coordinator) == [], "no push that could only expire")
         #expect(try f.connection.query("SELECT count(*) FROM daily_push_slots WHERE user_id = \(coordinator)").first!.decode(0, as: Int.self) == 0)
         try run("overdue-digest")
-        #expect(try f.decisions(coordinator) == ["notified:inbox_only_expired", "notified:notified"])
-        let today = try pushes(coordinator)
-        #expect(today.count == 1 && today[0].hasSuffix(":pending"), "today's goes: \(today)")
+        #expect(try f.decisions(coordinator) == ["notified:notified", "notified:notified"], "today's is not capped")
+        #expect(try f.connection.query("SELECT count(*) FROM daily_push_slots WHERE user_id = \(coordinator)").first!.decode(0, as: Int.self) == 1)
     }
 
     /// A push that went out keeps its slot, also when its delivery was cancelled on the way (state `cancelled`,
