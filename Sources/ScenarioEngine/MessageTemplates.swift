@@ -38,13 +38,20 @@ public struct MessageTemplates: Sendable {
         languages = Set(byLanguage.keys)
     }
 
-    /// The title and body in `language` (else Bokmål, else any), with `values`.
+    /// The title and body in `language` (else Bokmål, else any), with `values`. An organization's own template
+    /// that says nothing with these values (`{{title}}` alone, and an assignment titled with spaces: the check
+    /// when it was saved filled in sample values) gives way to the shipped default: a blank push and inbox row
+    /// tell the user nothing.
     public func render(_ language: Language, _ values: [String: Any]) -> (title: String, body: String) {
-        guard let pair = byLanguage[language.rawValue] ?? byLanguage["nb"] ?? byLanguage.values.first else {
-            return ("", "")
-        }
-        return render(pair, values)
+        let key: String? = byLanguage[language.rawValue] != nil ? language.rawValue : byLanguage["nb"] != nil ? "nb" : byLanguage.keys.first
+        guard let key, let pair = byLanguage[key] else { return ("", "") }
+        let rendered = render(pair, values)
+        guard Self.isBlank(rendered.title) || Self.isBlank(rendered.body),
+              let fallback = defaults[key] ?? defaults["nb"], fallback.source != pair.source else { return rendered }
+        return render(fallback, values)
     }
+
+    static func isBlank(_ text: String) -> Bool { text.allSatisfy(\.isWhitespace) }
 
     /// The same, for a message only a template that names the flag `flag` can say (one added to the scenario
     /// after an organization wrote its own): the default where the organization's does not name it.
@@ -54,7 +61,10 @@ public struct MessageTemplates: Sendable {
         guard let key, let pair = byLanguage[key] else { return ("", "", false) }
         let names = pair.source.contains("{{#\(flag)}}") || pair.source.contains("{{^\(flag)}}")
         let used = names ? pair : defaults[key] ?? defaults["nb"] ?? pair
-        let (title, body) = render(used, values)
+        var (title, body) = render(used, values)
+        if Self.isBlank(title) || Self.isBlank(body), let fallback = defaults[key] ?? defaults["nb"], fallback.source != used.source {
+            (title, body) = render(fallback, values)
+        }
         return (title, body, used.source != pair.source)
     }
 

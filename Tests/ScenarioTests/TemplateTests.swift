@@ -57,6 +57,28 @@ import TestSupport
         }
     }
 
+    /// An organization's template that passed its checks (they fill in sample values) but says nothing with a
+    /// row's real ones (`{{title}}` alone, an assignment titled with spaces) sent a blank push and inbox row. The
+    /// shipped default says it instead.
+    @Test func anOwnTemplateThatSaysNothingForARowGivesWayToTheDefault() throws {
+        let push = try PushEnvironment()
+        try template("nb", title: "{{title}}", body: "{{title}}", organization: org, scenario: "assignment_follow_up")
+        let coordinator = try f.user(org, "Linda", role: "coordinator")
+        let blank = try f.mentor(org, "Kari", lastActivityDaysAgo: 1, devices: 1)
+        let named = try f.mentor(org, "Ola", lastActivityDaysAgo: 1, devices: 1)
+        try f.assignment(org, mentor: blank, coordinator: coordinator, title: " \t ", dispatchedDaysAgo: 12)
+        try f.assignment(org, mentor: named, coordinator: coordinator, title: "Ring Per", dispatchedDaysAgo: 12)
+        let result = try Jobs.run("assignment-follow-up", ["--now", Jobs.iso(f.now)], database: db, environment: push.variables)
+        #expect(result.status == 0, "\(result.stderr)")
+        let shown = try #require(try f.inbox(blank).first)
+        #expect(!shown.title.allSatisfy(\.isWhitespace) && !shown.body.allSatisfy(\.isWhitespace), "the default's words: \(shown)")
+        #expect(try f.inbox(named).map { "\($0.title) | \($0.body)" } == ["Ring Per | Ring Per"], "the organization's own where it says something")
+        for request in push.server.requests() where request.provider == .apns {
+            let alert = ((request.json as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
+            #expect((alert?["title"] as? String).map { !$0.allSatisfy(\.isWhitespace) } == true, "\(String(describing: alert))")
+        }
+    }
+
     @Test func aTemplateIsCheckedWhenItIsSaved() throws {
         func refused(_ title: String, _ body: String = "x") throws -> String {
             do {
