@@ -85,16 +85,36 @@ public struct MetricsFile {
         registry.emit(into: &bytes)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let temporary = path + ".\(getpid()).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+        // With open(2) and write(2), so a failure says why ("Permission denied"): FileManager's said
+        // "Error Domain=NSCocoaErrorDomain Code=512 "(null)"".
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw WriteFailure("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                unlink(temporary)
+                throw WriteFailure("cannot write \(temporary): \(reason)")
+            }
+            written += n
         }
+        close(fd)
         // Readable by the collector, which runs as another user, whatever the umask (the units set 0077).
         chmod(temporary, 0o644)
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, NSLocalizedDescriptionKey: reason])
+            throw WriteFailure("cannot rename \(temporary) to \(path): \(reason)")
         }
+    }
+
+    /// Why the file could not be written, in the system's words.
+    struct WriteFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     /// `last_success_timestamp_seconds` from the file the last run wrote, if it has one.

@@ -121,6 +121,15 @@ import TestSupport
         #expect(counts.contains(org.uuidString.lowercased()), "\(counts)")
     }
 
+    /// A folder the job cannot write in (here /sys, where not even root may create a file) does not fail the
+    /// run, and the log says why in the system's words: it said `Error Domain=NSCocoaErrorDomain Code=512 "(null)"`.
+    @Test func aMetricsFolderThatCannotBeWrittenSaysWhy() throws {
+        let result = try Jobs.run("prune", [], database: db, environment: ["METRICS_DIR": "/sys"])
+        #expect(result.status == 0, "metrics never fail a run: \(result.stderr)")
+        #expect(result.stderr.contains("could not write the metrics to /sys/mentor-push-prune.prom: cannot create /sys/mentor-push-prune.prom."), "\(result.stderr)")
+        #expect(result.stderr.contains(": Permission denied") && !result.stderr.contains("NSCocoaErrorDomain"), "\(result.stderr)")
+    }
+
     @Test func aDryRunWritesNoMetrics() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try Jobs.inactivityCheck(db, now: f.now, ["--dry-run"], environment: ["METRICS_DIR": directory.path]).status == 0)
