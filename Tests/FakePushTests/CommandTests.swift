@@ -5,15 +5,21 @@ import TestSupport
 
 /// `fake-push` the program, as an operator runs it to see what the jobs do when a provider fails.
 @Suite struct CommandTests {
-    /// `--fault` answers the next requests with a provider's failure, in order (it could be set only through the
-    /// library, so trying a job against a failing provider by hand meant writing Swift).
-    @Test func theProgramAnswersTheFaultsItWasGivenInOrder() throws {
+    /// A scratch folder holding the fake's certificate (`server.pem`) and key (`server.key`); the caller removes it.
+    func serverFiles() throws -> (directory: URL, tls: (caPEMPath: String, certificatePEM: String, privateKeyPEM: String)) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-push-command-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         let tls = try TestCertificates.make(in: directory)
         try tls.certificatePEM.write(to: directory.appendingPathComponent("server.pem"), atomically: true, encoding: .utf8)
         try tls.privateKeyPEM.write(to: directory.appendingPathComponent("server.key"), atomically: true, encoding: .utf8)
+        return (directory, tls)
+    }
+
+    /// `--fault` answers the next requests with a provider's failure, in order (it could be set only through the
+    /// library, so trying a job against a failing provider by hand meant writing Swift).
+    @Test func theProgramAnswersTheFaultsItWasGivenInOrder() throws {
+        let (directory, tls) = try serverFiles()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let token = String(repeating: "ab", count: 32)
         // The fake on a port of its own choosing; four APNs requests on one connection; then SIGTERM.
         let script = """
@@ -46,12 +52,8 @@ import TestSupport
 
     /// `--google-port` serves FCM and OAuth on a port of their own, as the real hosts are, and says where.
     @Test func googlesServicesCanHaveAPortOfTheirOwn() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-push-command-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, tls) = try serverFiles()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let tls = try TestCertificates.make(in: directory)
-        try tls.certificatePEM.write(to: directory.appendingPathComponent("server.pem"), atomically: true, encoding: .utf8)
-        try tls.privateKeyPEM.write(to: directory.appendingPathComponent("server.key"), atomically: true, encoding: .utf8)
         let script = """
             cd "$1" || exit 70
             "$2" --port 0 --google-port 0 --cert server.pem --key server.key >out 2>err &
